@@ -1,0 +1,105 @@
+package reentrant
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DefaultPrefix is the key prefix used when a Namespace leaves Prefix empty.
+const DefaultPrefix = "baton:"
+
+// MaxNameLen is the longest lock name accepted, in bytes.
+const MaxNameLen = 1024
+
+// DefaultRequestTTL is how long a request's result is remembered for replay
+// when a Namespace leaves RequestTTL zero. It must outlast the window in which
+// the Redis client may resend one call.
+const DefaultRequestTTL = 15 * time.Second
+
+// ErrInvalidName reports a lock name that is empty, contains '{' or '}', or is
+// longer than MaxNameLen bytes.
+var ErrInvalidName = errors.New("reentrant: invalid lock name")
+
+// ErrInvalidPrefix reports a key prefix containing '{' or '}', which would
+// move the hash tag away from the lock name.
+var ErrInvalidPrefix = errors.New("reentrant: invalid key prefix")
+
+// Namespace says where a family of locks lives and how releases are published.
+type Namespace struct {
+	// Prefix starts every key; empty means DefaultPrefix.
+	Prefix string
+	// Sharded publishes releases with SPUBLISH (Redis 7 sharded pub/sub)
+	// instead of PUBLISH.
+	Sharded bool
+	// RequestTTL is how long request results are kept for replay; zero means
+	// DefaultRequestTTL.
+	RequestTTL time.Duration
+}
+
+// Lock addresses one named lock: its keys, its channel and how to publish.
+// The zero value is not usable; get one from Namespace.Lock.
+type Lock struct {
+	// Name is the lock name as the user gave it.
+	Name string
+	// Hash is the key of the hash holding owner → hold count.
+	Hash string
+	// Channel is where a release that frees the lock publishes.
+	Channel string
+	// Fence is the key of the fencing-token counter.
+	Fence string
+
+	requestPrefix string
+	publish       string
+	requestTTL    time.Duration
+}
+
+// ValidateName returns an error wrapping ErrInvalidName when name cannot be a
+// lock name.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidName, len(name), MaxNameLen)
+	case strings.ContainsAny(name, "{}"):
+		return fmt.Errorf("%w: %q contains '{' or '}', which would break its hash tag", ErrInvalidName, name)
+	}
+	return nil
+}
+
+// Lock validates name and derives its keys.
+func (ns Namespace) Lock(name string) (Lock, error) {
+	if err := ValidateName(name); err != nil {
+		return Lock{}, err
+	}
+	prefix := ns.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		return Lock{}, fmt.Errorf("%w: %q", ErrInvalidPrefix, prefix)
+	}
+	ttl := ns.RequestTTL
+	if ttl <= 0 {
+		ttl = DefaultRequestTTL
+	}
+	publish := "publish"
+	if ns.Sharded {
+		publish = "spublish"
+	}
+	hash := prefix + "{" + name + "}"
+	return Lock{
+		Name:          name,
+		Hash:          hash,
+		Channel:       hash + ":released",
+		Fence:         hash + ":fence",
+		requestPrefix: hash + ":req:",
+		publish:       publish,
+		requestTTL:    ttl,
+	}, nil
+}
+
+// RequestKey is the key that remembers the result of request id.
+func (l Lock) RequestKey(id string) string { return l.requestPrefix + id }

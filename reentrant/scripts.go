@@ -1,0 +1,204 @@
+package reentrant
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/acquire.lua
+	acquireLua string
+	//go:embed lua/release.lua
+	releaseLua string
+	//go:embed lua/renew.lua
+	renewLua string
+	//go:embed lua/force_release.lua
+	forceReleaseLua string
+	//go:embed lua/inspect.lua
+	inspectLua string
+
+	// Scripts run by EVALSHA; redis.Script falls back to EVAL on NOSCRIPT.
+	acquireScript      = redis.NewScript(acquireLua)
+	releaseScript      = redis.NewScript(releaseLua)
+	renewScript        = redis.NewScript(renewLua)
+	forceReleaseScript = redis.NewScript(forceReleaseLua)
+	inspectScript      = redis.NewScript(inspectLua)
+)
+
+// releaseMessage is the payload published when a lock is freed. Waiters only
+// need the wake-up; the payload carries nothing.
+const releaseMessage = "0"
+
+// ErrInvalidLease reports a lease shorter than one millisecond, the
+// resolution of PEXPIRE.
+var ErrInvalidLease = errors.New("reentrant: lease must be at least 1ms")
+
+// ErrNotHeld is what RenewAll reports for a hold whose owner no longer holds
+// the lock.
+var ErrNotHeld = errors.New("reentrant: lock not held by this owner")
+
+// AcquireResult is the outcome of one acquire attempt.
+type AcquireResult struct {
+	// Acquired reports that the owner holds the lock after the call.
+	Acquired bool
+	// HoldCount is the owner's hold count after the call (when Acquired).
+	HoldCount int64
+	// Token is the fencing token of the owner's hold (when Acquired).
+	Token uint64
+	// HolderTTL is the remaining lease of the current holder when not
+	// Acquired; zero or less means Redis reported no expiry.
+	HolderTTL time.Duration
+}
+
+// ReleaseStatus says what a release did.
+type ReleaseStatus int
+
+const (
+	// NotHeld: the owner did not hold the lock; nothing changed.
+	NotHeld ReleaseStatus = iota
+	// StillHeld: one hold was left; the owner still holds the lock.
+	StillHeld
+	// Released: the last hold was left; the lock was deleted and published.
+	Released
+)
+
+// String names the status.
+func (s ReleaseStatus) String() string {
+	switch s {
+	case NotHeld:
+		return "not held"
+	case StillHeld:
+		return "still held"
+	case Released:
+		return "released"
+	}
+	return "ReleaseStatus(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ReleaseResult is the outcome of one release.
+type ReleaseResult struct {
+	Status ReleaseStatus
+	// Remaining is the owner's hold count after the call.
+	Remaining int64
+}
+
+// State is a snapshot of a lock, as Inspect reads it.
+type State struct {
+	// Holders maps owner ID to hold count; empty when the lock is free.
+	Holders map[string]int64
+	// TTL is the remaining lease; negative when the lock is free.
+	TTL time.Duration
+	// LastToken is the last fencing token handed out for this lock.
+	LastToken uint64
+}
+
+func leaseMillis(lease time.Duration) (int64, error) {
+	ms := lease.Milliseconds()
+	if ms < 1 {
+		return 0, fmt.Errorf("%w: got %v", ErrInvalidLease, lease)
+	}
+	return ms, nil
+}
+
+// Acquire takes the lock for owner, or re-enters it when owner already holds
+// it. requestID must be unique per logical attempt: a repeated call with the
+// same ID replays the first result while the owner still holds the lock.
+func (l Lock) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (AcquireResult, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	keys := []string{l.Hash, l.Fence, l.RequestKey(requestID)}
+	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, l.requestTTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", l.Name, err)
+	}
+	switch {
+	case len(reply) == 3 && reply[0] == 1:
+		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2])}, nil
+	case len(reply) == 2 && reply[0] == 0:
+		return AcquireResult{HolderTTL: time.Duration(reply[1]) * time.Millisecond}, nil
+	}
+	return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: unexpected reply %v", l.Name, reply)
+}
+
+// Release leaves one of owner's holds. lease is re-applied while holds
+// remain. requestID makes a retried call replay the first result.
+func (l Lock) Release(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (ReleaseResult, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	keys := []string{l.Hash, l.Channel, l.RequestKey(requestID)}
+	n, err := releaseScript.Run(ctx, rdb, keys, owner, ms, l.requestTTL.Milliseconds(), l.publish, releaseMessage).Int64()
+	if err != nil {
+		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", l.Name, err)
+	}
+	switch {
+	case n < 0:
+		return ReleaseResult{Status: NotHeld}, nil
+	case n == 0:
+		return ReleaseResult{Status: Released}, nil
+	}
+	return ReleaseResult{Status: StillHeld, Remaining: n}, nil
+}
+
+// Renew extends the lease when owner still holds the lock and reports
+// whether it did.
+func (l Lock) Renew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (bool, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return false, err
+	}
+	n, err := renewScript.Run(ctx, rdb, []string{l.Hash}, owner, ms).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: renew %q: %w", l.Name, err)
+	}
+	return n == 1, nil
+}
+
+// ForceRelease deletes the lock whoever holds it, wakes its waiters, and
+// reports whether there was a lock to delete.
+func (l Lock) ForceRelease(ctx context.Context, rdb redis.Scripter) (bool, error) {
+	n, err := forceReleaseScript.Run(ctx, rdb, []string{l.Hash, l.Channel}, l.publish, releaseMessage).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: force-release %q: %w", l.Name, err)
+	}
+	return n == 1, nil
+}
+
+// Inspect reads the lock's holders, their counts, its TTL and its last token.
+func (l Lock) Inspect(ctx context.Context, rdb redis.Scripter) (State, error) {
+	reply, err := inspectScript.Run(ctx, rdb, []string{l.Hash, l.Fence}).Slice()
+	if err != nil {
+		return State{}, fmt.Errorf("reentrant: inspect %q: %w", l.Name, err)
+	}
+	return parseState(reply)
+}
+
+func parseState(reply []any) (State, error) {
+	if len(reply) < 2 || len(reply)%2 != 0 {
+		return State{}, fmt.Errorf("reentrant: inspect: unexpected reply %v", reply)
+	}
+	ttl, ok1 := reply[0].(int64)
+	last, ok2 := reply[1].(int64)
+	if !ok1 || !ok2 {
+		return State{}, fmt.Errorf("reentrant: inspect: unexpected reply %v", reply)
+	}
+	st := State{Holders: map[string]int64{}, TTL: time.Duration(ttl) * time.Millisecond, LastToken: uint64(last)}
+	for i := 2; i < len(reply); i += 2 {
+		owner, _ := reply[i].(string)
+		count, err := strconv.ParseInt(fmt.Sprint(reply[i+1]), 10, 64)
+		if err != nil {
+			return State{}, fmt.Errorf("reentrant: inspect: count of %q: %w", owner, err)
+		}
+		st.Holders[owner] = count
+	}
+	return st, nil
+}

@@ -1,0 +1,223 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+const testLease = 10 * time.Second
+
+func setup(t *testing.T, name string) (context.Context, *redis.Client, Lock) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	rdb := redistest.Start(t).Client()
+	l, err := Namespace{}.Lock(name)
+	require.NoError(t, err)
+	return ctx, rdb, l
+}
+
+func TestAcquireReenterRelease(t *testing.T) {
+	ctx, rdb, l := setup(t, "orders")
+
+	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease)
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 1}, r)
+
+	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease)
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: 1}, r, "re-entry keeps the token")
+
+	other, err := l.Acquire(ctx, rdb, "B", "r3", testLease)
+	require.NoError(t, err)
+	require.False(t, other.Acquired)
+	require.InDelta(t, testLease, other.HolderTTL, float64(time.Second), "B gets the holder's PTTL")
+
+	st, err := l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"A": 2}, st.Holders)
+	require.EqualValues(t, 1, st.LastToken)
+
+	rel, err := l.Release(ctx, rdb, "B", "r4", testLease)
+	require.NoError(t, err)
+	require.Equal(t, NotHeld, rel.Status, "a non-owner cannot release")
+
+	rel, err = l.Release(ctx, rdb, "A", "r5", testLease)
+	require.NoError(t, err)
+	require.Equal(t, ReleaseResult{Status: StillHeld, Remaining: 1}, rel)
+
+	sub := rdb.Subscribe(ctx, l.Channel)
+	defer sub.Close()
+	_, err = sub.Receive(ctx) // subscription confirmed
+	require.NoError(t, err)
+
+	rel, err = l.Release(ctx, rdb, "A", "r6", testLease)
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	msg, err := sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, l.Channel, msg.Channel, "freeing the lock publishes")
+	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
+
+	r, err = l.Acquire(ctx, rdb, "B", "r7", testLease)
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 2}, r)
+}
+
+// go-redis resends a command after a timeout, so one logical request can run
+// twice; the second run must replay, not count again.
+func TestRequestIDReplays(t *testing.T) {
+	ctx, rdb, l := setup(t, "replay")
+
+	for i := 0; i < 2; i++ {
+		r, err := l.Acquire(ctx, rdb, "A", "same", testLease)
+		require.NoError(t, err)
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 1}, r, "run %d", i)
+	}
+	st, err := l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"A": 1}, st.Holders, "hold count still 1")
+
+	_, err = l.Acquire(ctx, rdb, "A", "second", testLease)
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		rel, err := l.Release(ctx, rdb, "A", "rel", testLease)
+		require.NoError(t, err)
+		require.Equal(t, ReleaseResult{Status: StillHeld, Remaining: 1}, rel, "run %d", i)
+	}
+	st, err = l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"A": 1}, st.Holders, "one release counted once")
+
+	// A remembered acquire is not replayed once the owner has lost the lock.
+	_, err = l.ForceRelease(ctx, rdb)
+	require.NoError(t, err)
+	r, err := l.Acquire(ctx, rdb, "A", "same", testLease)
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 2}, r, "fresh acquisition, fresh token")
+}
+
+func TestReentryNeverShortensLease(t *testing.T) {
+	ctx, rdb, l := setup(t, "lease")
+	_, err := l.Acquire(ctx, rdb, "A", "r1", testLease)
+	require.NoError(t, err)
+	_, err = l.Acquire(ctx, rdb, "A", "r2", 50*time.Millisecond)
+	require.NoError(t, err)
+	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), testLease/2)
+}
+
+func TestRenew(t *testing.T) {
+	ctx, rdb, l := setup(t, "renew")
+	ok, err := l.Renew(ctx, rdb, "A", testLease)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Zero(t, rdb.Exists(ctx, l.Hash).Val(), "renew never creates a lock")
+
+	_, err = l.Acquire(ctx, rdb, "A", "r1", time.Second)
+	require.NoError(t, err)
+	ok, err = l.Renew(ctx, rdb, "A", testLease)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), 5*time.Second)
+
+	ok, err = l.Renew(ctx, rdb, "B", testLease)
+	require.NoError(t, err)
+	require.False(t, ok, "only the holder renews")
+}
+
+func TestRenewAllBatchesAndSurvivesScriptFlush(t *testing.T) {
+	ctx, rdb, _ := setup(t, "unused")
+	ns := Namespace{}
+	var holds []Hold
+	for i, name := range []string{"a", "b", "c"} {
+		l, err := ns.Lock(name)
+		require.NoError(t, err)
+		holds = append(holds, Hold{Lock: l, Owner: "A"})
+		if i < 2 {
+			_, err = l.Acquire(ctx, rdb, "A", "r", time.Second)
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, rdb.ScriptFlush(ctx).Err())
+	errs := RenewAll(ctx, rdb, holds, testLease)
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	require.ErrorIs(t, errs[2], ErrNotHeld)
+	require.Greater(t, rdb.PTTL(ctx, holds[0].Lock.Hash).Val(), 5*time.Second)
+}
+
+func TestForceRelease(t *testing.T) {
+	ctx, rdb, l := setup(t, "force")
+	ok, err := l.ForceRelease(ctx, rdb)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	_, err = l.Acquire(ctx, rdb, "A", "r1", testLease)
+	require.NoError(t, err)
+	_, err = l.Acquire(ctx, rdb, "A", "r2", testLease)
+	require.NoError(t, err)
+	n, err := rdb.Publish(ctx, l.Channel, "x").Result() // no subscriber yet
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	sub := rdb.Subscribe(ctx, l.Channel)
+	defer sub.Close()
+	_, err = sub.Receive(ctx)
+	require.NoError(t, err)
+	ok, err = l.ForceRelease(ctx, rdb)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
+}
+
+func TestFencingTokensIncrease(t *testing.T) {
+	ctx, rdb, l := setup(t, "fence")
+	var last uint64
+	for i := 0; i < 100; i++ {
+		owner := fmt.Sprint("owner-", i%7)
+		r, err := l.Acquire(ctx, rdb, owner, fmt.Sprint("acq-", i), testLease)
+		require.NoError(t, err)
+		require.True(t, r.Acquired)
+		require.Greater(t, r.Token, last)
+		last = r.Token
+		_, err = l.Release(ctx, rdb, owner, fmt.Sprint("rel-", i), testLease)
+		require.NoError(t, err)
+	}
+}
+
+func TestInvalidLease(t *testing.T) {
+	_, rdb, l := setup(t, "bad")
+	_, err := l.Acquire(context.Background(), rdb, "A", "r", 0)
+	require.ErrorIs(t, err, ErrInvalidLease)
+	_, err = l.Release(context.Background(), rdb, "A", "r", -time.Second)
+	require.ErrorIs(t, err, ErrInvalidLease)
+	_, err = l.Renew(context.Background(), rdb, "A", time.Microsecond)
+	require.ErrorIs(t, err, ErrInvalidLease)
+}
+
+func TestShardedPublish(t *testing.T) {
+	ctx, rdb, _ := setup(t, "unused")
+	l, err := Namespace{Sharded: true}.Lock("sharded")
+	require.NoError(t, err)
+	sub := rdb.SSubscribe(ctx, l.Channel)
+	defer sub.Close()
+	_, err = sub.Receive(ctx)
+	require.NoError(t, err)
+	_, err = l.Acquire(ctx, rdb, "A", "r1", testLease)
+	require.NoError(t, err)
+	rel, err := l.Release(ctx, rdb, "A", "r2", testLease)
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	msg, err := sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, l.Channel, msg.Channel)
+}
