@@ -1,0 +1,91 @@
+package watchdog_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/watchdog"
+)
+
+func TestLeaseWatchedJustBeforeTickWaitsForNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRenew{}
+		s := newScheduler(t, f, 0)
+		defer s.Close()
+		t0 := time.Now()
+		watch(t, s, "early", t0)
+		sleepUntil(t0.Add(tick * 4 / 10))
+		watch(t, s, "older than half a tick", time.Now())
+		sleepUntil(t0.Add(tick * 6 / 10))
+		watch(t, s, "younger than half a tick", time.Now())
+
+		sleepUntil(t0.Add(2 * tick))
+
+		require.Equal(t, []call{
+			{t0.Add(tick), []string{"early", "older than half a tick"}},
+			{t0.Add(2 * tick), []string{"younger than half a tick", "early", "older than half a tick"}},
+		}, f.recorded())
+	})
+}
+
+func TestDueLeasesSentEarliestDeadlineFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Each call takes 0.3 tick, so a round of one-item batches reaches
+		// only three before its one-tick timeout cuts the fourth.
+		f := &fakeRenew{answer: func(ctx context.Context, batch []string) []error {
+			select {
+			case <-time.After(tick * 3 / 10):
+				return make([]error, len(batch))
+			case <-ctx.Done():
+				return []error{ctx.Err()}
+			}
+		}}
+		s := newScheduler(t, f, 1)
+		defer s.Close()
+		t0 := time.Now()
+		for _, item := range []string{"b", "d", "a", "c"} {
+			age := time.Duration(item[0]-'a') * 10 * time.Millisecond // d is oldest
+			watch(t, s, item, t0.Add(-age))
+		}
+
+		sleepUntil(t0.Add(3 * tick))
+
+		var order []string
+		for _, c := range f.recorded() {
+			order = append(order, c.items...)
+		}
+		// "a", cut from the first round, leads the second; "b", renewed 0.4
+		// tick before the second round, leads the third.
+		require.Equal(t, []string{"d", "c", "b", "a", "a", "d", "c", "b"}, order)
+		require.Equal(t, t0.Add(3*tick), f.recorded()[7].at)
+	})
+}
+
+func TestSuccessAnsweredAtDeadlineDoesNotRevive(t *testing.T) {
+	// The answer and the deadline fall on the same instant, so which the
+	// scheduler sees first varies: repeat to meet both orders.
+	for range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now()
+			f := &fakeRenew{answer: func(ctx context.Context, batch []string) []error {
+				if time.Now().Equal(t0.Add(tick)) {
+					return []error{errTransient}
+				}
+				<-ctx.Done() // the call sent at 2 ticks answers at 3: the deadline
+				return make([]error, len(batch))
+			}}
+			s := newScheduler(t, f, 0)
+			defer s.Close()
+			w := watch(t, s, "a", t0)
+
+			sleepUntil(t0.Add(lease + tick))
+
+			w.requireLostAt(t, t0.Add(lease), watchdog.ErrExpired)
+			require.Zero(t, s.Len())
+		})
+	}
+}

@@ -1,0 +1,218 @@
+package watchdog
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	// ErrNotHeld is what a RenewFunc wraps for an item whose lock no longer
+	// exists. The lease is lost at once, with that error as the cause.
+	ErrNotHeld = errors.New("watchdog: lease not held")
+	// ErrExpired is the loss cause when a lease's local deadline passed
+	// before a renewal succeeded. It is wrapped together with the last
+	// renew error, if any, so that error stays visible.
+	ErrExpired = errors.New("watchdog: lease expired before renewal")
+	// ErrClosed is returned by Watch after Close.
+	ErrClosed = errors.New("watchdog: closed")
+	// ErrInvalidConfig is wrapped by New's errors, with the detail.
+	ErrInvalidConfig = errors.New("watchdog: invalid config")
+)
+
+// DefaultBatchSize is the batch size used when Config.BatchSize is 0.
+const DefaultBatchSize = 1000
+
+// RenewFunc renews a batch of leases, ideally in one round trip. It returns
+// one error per item, in order: nil if renewed, an error wrapping ErrNotHeld
+// if the lease no longer exists, any other error if the outcome is unknown
+// (the item is retried next tick). A result of the wrong length counts as a
+// transient error for every item. It must return soon after ctx is done,
+// and must not keep batch after it returns: the slice is reused.
+type RenewFunc[T any] func(ctx context.Context, batch []T) []error
+
+// Config configures a Scheduler.
+type Config[T any] struct {
+	// Lease is how long one renewal keeps a lease valid. The scheduler
+	// ticks every Lease/3. Required, at least 3ns.
+	Lease time.Duration
+	// BatchSize is the most items in one Renew call; 0 means
+	// DefaultBatchSize.
+	BatchSize int
+	// Renew renews a batch of leases. Required.
+	Renew RenewFunc[T]
+}
+
+func (c Config[T]) validate() error {
+	switch {
+	case c.Lease/3 <= 0:
+		return fmt.Errorf("%w: Lease must be at least 3ns, got %v", ErrInvalidConfig, c.Lease)
+	case c.BatchSize < 0:
+		return fmt.Errorf("%w: BatchSize must not be negative, got %d", ErrInvalidConfig, c.BatchSize)
+	case c.Renew == nil:
+		return fmt.Errorf("%w: Renew is required", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Stats counts what a Scheduler has done since New.
+type Stats struct {
+	Ticks      uint64 // ticks of the schedule
+	RenewCalls uint64 // Renew calls, one per batch
+	Renewed    uint64 // items renewed
+	Failed     uint64 // items answered with a transient error, or not sent in time
+	Lost       uint64 // leases lost, by ErrNotHeld or expiry
+}
+
+// Scheduler renews the leases watched through it. It is safe for concurrent
+// use. Close it to stop its goroutine.
+type Scheduler[T any] struct {
+	lease     time.Duration
+	tick      time.Duration
+	batchSize int
+	renew     RenewFunc[T]
+
+	ctx       context.Context // cancelled by Close; parent of every renew ctx
+	cancel    context.CancelFunc
+	wake      chan struct{} // tells run that Watch added a new earliest deadline
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	mu     sync.Mutex
+	closed bool
+	leases deadlineHeap[T] // live leases only
+
+	ticks, calls, renewed, failed, lost atomic.Uint64
+}
+
+// New starts a Scheduler. The error wraps ErrInvalidConfig if cfg is not
+// usable.
+func New[T any](cfg Config[T]) (*Scheduler[T], error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Scheduler[T]{
+		lease:     cfg.Lease,
+		tick:      cfg.Lease / 3,
+		batchSize: cfg.BatchSize,
+		renew:     cfg.Renew,
+		ctx:       ctx,
+		cancel:    cancel,
+		wake:      make(chan struct{}, 1),
+	}
+	s.wg.Go(s.run)
+	return s, nil
+}
+
+// Watch registers a held lease for item. validFrom is when the command that
+// took the lock was sent: the lease is valid until validFrom+Lease unless
+// renewed. onLost, if not nil, is called at most once, from a goroutine of
+// the scheduler, with a cause wrapping ErrNotHeld or ErrExpired; it must not
+// block or call Close (Close waits for it), though it may call Stop or Watch.
+// Watch returns ErrClosed after Close.
+func (s *Scheduler[T]) Watch(item T, validFrom time.Time, onLost func(cause error)) (*Lease, error) {
+	e := &entry[T]{Lease: Lease{owner: s, deadline: validFrom.Add(s.lease), onLost: onLost}, item: item}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	heap.Push(&s.leases, e)
+	earliest := e.index == 0
+	s.mu.Unlock()
+	if earliest {
+		// run's expiry timer is armed for a later deadline, or none.
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return &e.Lease, nil
+}
+
+// Len reports how many leases are live: watched, not stopped and not lost.
+func (s *Scheduler[T]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.leases)
+}
+
+// Stats returns the counters so far.
+func (s *Scheduler[T]) Stats() Stats {
+	return Stats{
+		Ticks:      s.ticks.Load(),
+		RenewCalls: s.calls.Load(),
+		Renewed:    s.renewed.Load(),
+		Failed:     s.failed.Load(),
+		Lost:       s.lost.Load(),
+	}
+}
+
+// Close stops every lease without calling onLost, cancels the renew call in
+// flight, and returns once all the scheduler's goroutines have exited. It is
+// idempotent and always returns nil.
+func (s *Scheduler[T]) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		for _, e := range s.leases {
+			e.index = -1 // answers still in flight are then ignored
+		}
+		s.leases = nil
+		s.mu.Unlock()
+		s.cancel()
+		s.wg.Wait()
+	})
+	return nil
+}
+
+// run is the scheduler goroutine. It alone starts renewal rounds, so at most
+// one is in flight; and it alone expires leases, on a timer armed for the
+// earliest deadline, so a hanging round cannot delay a loss.
+func (s *Scheduler[T]) run() {
+	ticker := time.NewTicker(s.tick)
+	defer ticker.Stop()
+	expiry := time.NewTimer(s.tick)
+	defer expiry.Stop()
+	roundDone := make(chan struct{}, 1)
+	running, pending := false, false
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-ticker.C:
+			s.ticks.Add(1)
+			pending = true // a tick during a round is served when the round ends
+		case <-roundDone:
+			running = false
+		case <-s.wake:
+		case <-expiry.C:
+		}
+		now := time.Now()
+		// Expire first, so a lease at its deadline is lost, not renewed.
+		s.expire(now)
+		if pending && !running {
+			pending = false
+			running = s.startRound(now, roundDone)
+		}
+		expiry.Reset(s.untilEarliest())
+	}
+}
+
+// untilEarliest is how long run may sleep before a deadline passes.
+func (s *Scheduler[T]) untilEarliest() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.leases) == 0 {
+		return s.tick // Watch wakes run for an earlier one
+	}
+	return time.Until(s.leases[0].deadline)
+}
