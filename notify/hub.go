@@ -1,0 +1,299 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Mode selects the pub/sub commands the hub uses.
+type Mode int
+
+const (
+	// Classic uses SUBSCRIBE and PUBLISH over one connection.
+	Classic Mode = iota
+	// Sharded uses SSUBSCRIBE and SPUBLISH (Redis 7+). On a *redis.ClusterClient
+	// the hub keeps one connection per master node.
+	Sharded
+)
+
+// Options configures a Hub.
+type Options struct {
+	// Mode selects classic or sharded pub/sub.
+	Mode Mode
+	// HealthCheckInterval: a connection idle this long is PINGed; no reply
+	// within another interval means it is dead and is replaced. Zero means 1s.
+	HealthCheckInterval time.Duration
+}
+
+// Errors returned by the hub. They carry the package prefix so a log line says
+// where it came from.
+var (
+	// ErrClosed is returned once the hub has been closed.
+	ErrClosed = errors.New("notify: hub closed")
+	// ErrWaitTimeout is returned by Wait when its timeout elapses first.
+	ErrWaitTimeout = errors.New("notify: wait timed out")
+	// ErrNilClient is returned by New without a client.
+	ErrNilClient = errors.New("notify: nil redis client")
+	// ErrSubscriptionClosed is returned by Wait on a closed Subscription.
+	ErrSubscriptionClosed = errors.New("notify: subscription closed")
+)
+
+const defaultHealthCheckInterval = time.Second
+
+// Hub multiplexes the channel subscriptions of one Redis client over as few
+// pub/sub connections as its Mode allows, and wakes local waiters when
+// messages arrive. Create one per client with New; it is safe for concurrent
+// use.
+type Hub struct {
+	be       backend
+	interval time.Duration
+	life     context.Context // bounds all hub I/O; cancelled by Close
+	cancel   context.CancelFunc
+	done     chan struct{} // closed by Close
+	once     sync.Once
+	wg       sync.WaitGroup // one per reader goroutine
+
+	// io is held across a state transition that sends a command and the send
+	// itself, so commands reach the wire in the order of the transitions, and
+	// across a reconnect. It is a channel so that a Subscribe can stop
+	// waiting for it when its context ends.
+	io chan struct{}
+
+	mu      sync.Mutex // guards the fields below; never held across network I/O
+	closed  bool
+	entries map[string]*entry // channels with at least one reference
+	conns   map[string]*conn  // by routing key
+
+	onAbandon func() // test hook: a Wait gave up and is about to leave the queue
+}
+
+// New returns a hub for rdb. It opens no connection until the first Subscribe.
+func New(rdb redis.UniversalClient, opts Options) (*Hub, error) {
+	if rdb == nil {
+		return nil, ErrNilClient
+	}
+	be, err := newBackend(rdb, opts.Mode)
+	if err != nil {
+		return nil, err
+	}
+	return newHub(be, opts.HealthCheckInterval), nil
+}
+
+func newHub(be backend, interval time.Duration) *Hub {
+	if interval <= 0 {
+		interval = defaultHealthCheckInterval
+	}
+	life, cancel := context.WithCancel(context.Background())
+	return &Hub{
+		be:       be,
+		interval: interval,
+		life:     life,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		io:       make(chan struct{}, 1),
+		entries:  map[string]*entry{},
+		conns:    map[string]*conn{},
+	}
+}
+
+// Subscribe takes a reference on channel and returns once Redis has confirmed
+// the subscription, so that whatever the caller checks after it returns, a
+// message published later reaches the subscription. When ctx ends first the
+// error satisfies errors.Is(err, ctx.Err()) and the reference is released.
+// After Close it returns ErrClosed.
+func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	e, err := h.ref(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscription{hub: h, entry: e}
+	if err := h.awaitConfirmed(ctx, e); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Channels returns the number of channels currently referenced.
+func (h *Hub) Channels() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.entries)
+}
+
+// Close wakes every waiter with ErrClosed, closes the connections and waits
+// for the hub's goroutines to end. Dials in flight are cancelled; a handshake
+// or write in flight is waited for, which the client's timeouts bound. It is
+// idempotent.
+func (h *Hub) Close() error {
+	h.once.Do(func() {
+		h.mu.Lock()
+		h.closed = true
+		h.mu.Unlock()
+		close(h.done)
+		h.cancel()
+		// Once io is ours no connection can be added, and no PubSub replaced.
+		h.io <- struct{}{}
+		h.mu.Lock()
+		pss := make([]*redis.PubSub, 0, len(h.conns))
+		for _, c := range h.conns {
+			pss = append(pss, c.ps)
+		}
+		h.mu.Unlock()
+		for _, ps := range pss {
+			_ = ps.Close() // the readers see it and exit
+		}
+		<-h.io
+		h.wg.Wait()
+	})
+	return nil
+}
+
+// ref takes a reference on channel, subscribing it when it is the first.
+func (h *Hub) ref(ctx context.Context, channel string) (*entry, error) {
+	if e, err := h.refExisting(channel); e != nil || err != nil {
+		return e, err
+	}
+	if err := h.lockIO(ctx); err != nil {
+		return nil, err
+	}
+	defer h.unlockIO()
+	// Another Subscribe may have created the entry while this one waited.
+	if e, err := h.refExisting(channel); e != nil || err != nil {
+		return e, err
+	}
+	key, err := h.be.route(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	e := &entry{channel: channel, refs: 1, ready: make(chan struct{})}
+	h.subscribeVia(e, key)
+	return e, nil
+}
+
+// refExisting adds a reference to channel's entry if there is one. No command
+// is needed for that, so it does not wait for io.
+func (h *Hub) refExisting(channel string) (*entry, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	e := h.entries[channel]
+	if e != nil {
+		e.refs++
+	}
+	return e, nil
+}
+
+// subscribeVia serves e on the connection for key, creating it if needed, and
+// sends the subscribe. The caller holds io. A failed send closes the PubSub,
+// so that its reader reconnects and subscribes e again.
+func (h *Hub) subscribeVia(e *entry, key string) {
+	h.mu.Lock()
+	c := h.conns[key]
+	fresh := c == nil
+	if fresh {
+		c = &conn{hub: h, key: key, ps: h.be.open(h.life), sent: map[string]pending{}}
+		h.conns[key] = c
+	}
+	e.conn = c
+	h.entries[e.channel] = e
+	c.count(e.channel, pending{subs: 1})
+	h.mu.Unlock()
+
+	if err := h.be.subscribe(c.ps, h.life, e.channel); err != nil {
+		_ = c.ps.Close()
+	}
+	if fresh {
+		// Started after the first send: reading an unused PubSub would dial
+		// a node of the client's choosing rather than the channel's owner.
+		h.wg.Add(1)
+		go c.run()
+	}
+}
+
+// release drops a reference to e; the last one unsubscribes the channel.
+func (h *Hub) release(e *entry) {
+	if h.releaseShared(e) {
+		return
+	}
+	// Possibly the last reference: the command must be ordered with the others.
+	if h.lockIO(context.Background()) == nil {
+		defer h.unlockIO()
+	}
+	h.mu.Lock()
+	e.unref()
+	last := e.refs == 0
+	if last {
+		delete(h.entries, e.channel)
+	}
+	// A closed hub sends nothing, and lockIO fails only when it is closed.
+	send := last && !h.closed
+	c := e.conn
+	if send {
+		c.count(e.channel, pending{unsubs: 1})
+	}
+	h.mu.Unlock()
+
+	if send {
+		if err := h.be.unsubscribe(c.ps, h.life, e.channel); err != nil {
+			_ = c.ps.Close()
+		}
+	}
+}
+
+// releaseShared drops a reference that is not the last one, which needs no
+// command and so does not wait behind a reconnect holding io.
+func (h *Hub) releaseShared(e *entry) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.refs <= 1 {
+		return false
+	}
+	e.unref()
+	return true
+}
+
+// awaitConfirmed blocks until e is confirmed by Redis.
+func (h *Hub) awaitConfirmed(ctx context.Context, e *entry) error {
+	h.mu.Lock()
+	ready := e.ready
+	h.mu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-h.done:
+		return ErrClosed
+	}
+}
+
+func (h *Hub) lockIO(ctx context.Context) error {
+	select {
+	case h.io <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-h.done:
+		return ErrClosed
+	}
+}
+
+func (h *Hub) unlockIO() { <-h.io }
+
+// served returns the entry of channel if connection c serves it.
+func (h *Hub) served(c *conn, channel string) *entry {
+	if e := h.entries[channel]; e != nil && e.conn == c {
+		return e
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package notify
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// requireRestored proves the subscription on channel works again: a new Wait
+// is woken by a new message.
+func requireRestored(t *testing.T, f *fixture, s *Subscription) {
+	t.Helper()
+	res := queuedWait(t, testCtx(t), s, 1)
+	require.EqualValues(t, 1, f.publish(t, s.Channel()))
+	require.NoError(t, result(t, res))
+}
+
+// Messages published while the connection was down are lost, so once the
+// subscription is back every waiter wakes, and a reference that was not
+// waiting finds a permit.
+func TestKilledConnectionWakesEveryone(t *testing.T) {
+	forModes(t, func(t *testing.T, f *fixture) {
+		waiting, idle := f.subscribe(t, "kill"), f.subscribe(t, "kill")
+		res := queuedWait(t, testCtx(t), waiting, 1)
+
+		f.killPubSub(t)
+		require.NoError(t, result(t, res))
+		require.NoError(t, idle.Wait(testCtx(t), grace), "the idle reference has a permit")
+		require.EqualValues(t, 1, f.numsub(t, "kill"))
+		requireRestored(t, f, waiting)
+	})
+}
+
+// While the server is down a new channel cannot be confirmed, so Subscribe
+// waits; once the server is back the waiters are woken.
+func TestServerRestart(t *testing.T) {
+	f := newFixture(t, Classic)
+	s := f.subscribe(t, "restart")
+	res := queuedWait(t, testCtx(t), s, 1)
+
+	f.srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := f.hub.Subscribe(ctx, "during-gap")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 1, f.hub.Channels())
+	requireBlocked(t, res) // nothing is confirmed yet, so nobody may retry
+
+	f.srv.Restart()
+	require.NoError(t, result(t, res))
+	requireRestored(t, f, s)
+	f.subscribe(t, "during-gap")
+	require.EqualValues(t, 1, f.numsub(t, "during-gap"))
+}
+
+// A server that stops answering is detected by the health check; the hub
+// reconnects once it answers again and wakes its waiters.
+func TestHealthCheckReplacesSilentConnection(t *testing.T) {
+	f := newFixture(t, Classic)
+	s := f.subscribe(t, "silent")
+	res := queuedWait(t, testCtx(t), s, 1)
+
+	f.srv.Pause()
+	time.Sleep(4 * testInterval)
+	f.srv.Resume()
+	require.NoError(t, result(t, res))
+	requireRestored(t, f, s)
+	require.Eventually(t, func() bool { return f.pubsubClients(t) == 1 }, settle, 10*time.Millisecond)
+}
+
+// Channels routed to different keys get one connection each; after a
+// reconnect a channel whose route changed moves, and a connection left
+// without channels is closed.
+func TestRoutedConnections(t *testing.T) {
+	f := newFixture(t, Sharded)
+	var mu sync.Mutex
+	routes := map[string]string{"a1": "A", "a2": "A", "b1": "B"}
+	be, err := newBackend(f.client(), Sharded)
+	require.NoError(t, err)
+	be.route = func(_ context.Context, channel string) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return routes[channel], nil
+	}
+	f.hub = newHub(be, testInterval)
+	t.Cleanup(func() { require.NoError(t, f.hub.Close()) })
+
+	a1, b1 := f.subscribe(t, "a1"), f.subscribe(t, "b1")
+	f.subscribe(t, "a2").Close()
+	require.Equal(t, 2, f.pubsubClients(t))
+	requireRestored(t, f, a1)
+	requireRestored(t, f, b1)
+
+	mu.Lock()
+	routes["a1"] = "B"
+	mu.Unlock()
+	f.killPubSub(t)
+	require.Eventually(t, func() bool {
+		f.hub.mu.Lock()
+		defer f.hub.mu.Unlock()
+		return len(f.hub.conns) == 1 && f.hub.entries["a1"].confirmed
+	}, settle, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return f.pubsubClients(t) == 1 }, settle, 10*time.Millisecond)
+	for _, s := range []*Subscription{a1, b1} {
+		require.NoError(t, s.Wait(testCtx(t), grace), "a permit for the reference not waiting")
+		requireRestored(t, f, s)
+	}
+}
+
+// Close ends the reconnect loop of a hub whose server is gone.
+func TestCloseDuringOutage(t *testing.T) {
+	f := newFixture(t, Classic)
+	res := queuedWait(t, testCtx(t), f.subscribe(t, "outage"), 1)
+	f.srv.Stop()
+	time.Sleep(3 * minBackoff) // a few failed reconnects
+	start := time.Now()
+	require.NoError(t, f.hub.Close())
+	require.Less(t, time.Since(start), time.Second)
+	require.ErrorIs(t, result(t, res), ErrClosed)
+}
