@@ -1,0 +1,5 @@
+package rlock
+
+// SetAfterFirstAttempt installs a hook that runs between step 1 (the first
+// failed acquire) and step 2 (the subscribe) of the wait loop.
+func (c *Client) SetAfterFirstAttempt(f func()) { c.afterFirstAttempt = f }

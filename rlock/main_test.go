@@ -1,0 +1,42 @@
+package rlock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+// No test may leave a goroutine behind: waiters, hubs and watchdogs all stop.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testCtx bounds a whole test.
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newClient returns a Client on its own Redis connection pool, closed at the
+// end of the test, like a separate process would have.
+func newClient(t *testing.T, srv *redistest.Server, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(srv.Client(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func admin(t *testing.T, srv *redistest.Server) *redis.Client {
+	t.Helper()
+	return srv.Client()
+}
+
+// lockKey is the hash key of a lock under the default prefix.
+func lockKey(name string) string { return "baton:{" + name + "}" }
