@@ -115,7 +115,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	c.endHolds(func(h *hold) bool { return h.key.name == name }, forceUnlocked)
+	c.endHolds(func(h *hold) bool { return h.key.name == name }, errForceUnlocked)
 	return deleted, nil
 }
 

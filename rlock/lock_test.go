@@ -388,3 +388,26 @@ func TestErrorsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// A fixed lease that ran out unnoticed must not let its old handle release
+// the owner's next hold, which Redis counts under the same owner ID.
+func TestExpiredHoldDoesNotReleaseTheOwnersNextHold(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rdb := admin(t, srv)
+	c := newClient(t, srv)
+	job := WithOwner(ctx, "job-7")
+	old, err := c.Lock(job, "e", WithLease(100*time.Millisecond))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return rdb.Exists(ctx, lockKey("e")).Val() == 0 },
+		5*time.Second, 10*time.Millisecond, "the fixed lease runs out")
+
+	next, err := c.Lock(job, "e", WithLease(longLease))
+	require.NoError(t, err)
+	require.Greater(t, next.Token(), old.Token())
+	require.ErrorIs(t, old.Unlock(ctx), ErrLockLost)
+	require.Equal(t, "1", rdb.HGet(ctx, lockKey("e"), "job-7").Val(), "the next hold is intact")
+	require.NoError(t, next.Context().Err())
+	require.NoError(t, next.Unlock(ctx))
+	require.Zero(t, rdb.Exists(ctx, lockKey("e")).Val())
+}

@@ -33,9 +33,11 @@ func newClient(t *testing.T, srv *redistest.Server, opts ...Option) *Client {
 	return c
 }
 
+// admin is the test's own unrestricted connection, for checks and fault
+// injection; under redistest.ACLEnv the clients under test are restricted.
 func admin(t *testing.T, srv *redistest.Server) *redis.Client {
 	t.Helper()
-	return srv.Client()
+	return srv.Admin()
 }
 
 // lockKey is the hash key of a lock under the default prefix.

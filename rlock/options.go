@@ -57,8 +57,9 @@ func WithRenewBatchSize(n int) Option { return func(c *config) { c.renewBatchSiz
 // clients always use classic pub/sub.
 func WithClassicPubSub() Option { return func(c *config) { c.classicPubSub = true } }
 
-// WithLostHandler registers fn to be called, once per hold, when a held lock
-// is lost. It runs on the watchdog's goroutine and must not block.
+// WithLostHandler registers fn to be called, once per hold, when the
+// watchdog finds a held lock lost, just before the hold's contexts are
+// cancelled. It runs on the watchdog's goroutine and must not block.
 func WithLostHandler(fn func(name string, cause error)) Option {
 	return func(c *config) { c.onLost = fn }
 }

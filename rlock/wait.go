@@ -142,7 +142,7 @@ func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
 		return nil, res.HolderTTL, nil
 	}
 	l := a.c.newHandle(a.ctx, a.keys, a.owner, res.Token, a.cfg, sentAt)
-	if err := a.c.join(l, sentAt, res.HoldCount == 1, !a.cfg.leaseSet); err != nil {
+	if err := a.c.join(l, sentAt, !a.cfg.leaseSet); err != nil {
 		// Closed between the acquire and the bookkeeping: give it back.
 		l.done()
 		a.releaseQuietly()

@@ -1,0 +1,31 @@
+package rlock
+
+// Least-privilege Redis ACLs for a baton client, for the default key prefix
+// "baton:"; with WithKeyPrefix(p), write p instead of "baton:" in the key (~)
+// and channel (&) patterns. Grant them to a fresh user, for example:
+//
+//	ACL SETUSER app on >secret resetkeys resetchannels -@all <rules>
+//
+// EVALSHA runs the scripts and EVAL reloads them after the server lost its
+// script cache (a restart, SCRIPT FLUSH). Redis checks the commands a script
+// runs against the caller's ACL too, hence the hash, string and expiry
+// commands, and PUBLISH (SPUBLISH) for the release message. SUBSCRIBE and
+// UNSUBSCRIBE (SSUBSCRIBE and SUNSUBSCRIBE) are for waiters, and PING is the
+// health check of the pub/sub connection. Connection set-up needs nothing
+// more: HELLO and AUTH are allowed to every user. The release script
+// publishes before it writes, so a user missing the channel permission gets
+// an error from Unlock and the lock stays held, never a silent
+// release that wakes nobody.
+const (
+	// ACLRules is what a client on a single Redis node needs.
+	ACLRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
+		"+get +set +del +exists +hexists +hget +hgetall +hincrby +incr +pexpire +pttl +publish " +
+		"~baton:* &baton:*"
+
+	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
+	// sharded pub/sub (the default): CLUSTER SLOTS is how go-redis learns
+	// the topology. With WithClassicPubSub, use ACLRules plus +cluster|slots.
+	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots " +
+		"+get +set +del +exists +hexists +hget +hgetall +hincrby +incr +pexpire +pttl +spublish " +
+		"~baton:* &baton:*"
+)

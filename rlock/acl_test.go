@@ -1,0 +1,227 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+const aclPassword = "acl-test-password"
+
+// redistest cannot import rlock, so it keeps its own copy of the rules that
+// CI runs the core suite under.
+func TestACLRulesMatchRedistest(t *testing.T) {
+	require.Equal(t, ACLRules, redistest.ACLRules)
+}
+
+// The documented rules are exactly enough: a user with them runs every kind
+// of call without one denial in ACL LOG, and a user missing any single rule
+// is denied something (or fails). Both topologies, each with its own rules.
+func TestACLRulesAreSufficientAndMinimal(t *testing.T) {
+	t.Run("single", func(t *testing.T) {
+		srv := redistest.Start(t, "--acllog-max-len", "1024")
+		checkACLRules(t, srv.Admin(), ACLRules, func(user string) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: srv.Addr, Username: user, Password: aclPassword})
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		srv := redistest.Start(t, "--acllog-max-len", "1024", "--cluster-enabled", "yes")
+		admin := srv.Admin()
+		startOneNodeCluster(t, admin)
+		checkACLRules(t, admin, ACLClusterRules, func(user string) redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, Username: user, Password: aclPassword})
+		})
+	})
+}
+
+// startOneNodeCluster gives a cluster-enabled server every slot.
+func startOneNodeCluster(t *testing.T, admin *redis.Client) {
+	t.Helper()
+	ctx := testCtx(t)
+	require.NoError(t, admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err())
+	require.Eventually(t, func() bool {
+		info, err := admin.ClusterInfo(ctx).Result()
+		return err == nil && strings.Contains(info, "cluster_state:ok")
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+func checkACLRules(t *testing.T, admin *redis.Client, rules string, dial func(user string) redis.UniversalClient) {
+	ctx := testCtx(t)
+	setUser := func(user string, rules []string) {
+		args := append([]string{"reset", "on", ">" + aclPassword}, rules...)
+		require.NoError(t, admin.ACLSetUser(ctx, user, args...).Err())
+	}
+	denials := func(user string) []string {
+		entries, err := admin.ACLLog(ctx, 1024).Result()
+		require.NoError(t, err)
+		var got []string
+		for _, e := range entries {
+			if e.Username == user {
+				got = append(got, e.Reason+":"+e.Object)
+			}
+		}
+		return got
+	}
+	all := strings.Fields(rules)
+	setUser("full", all)
+	// EVAL runs only when the script cache is empty, which concurrent
+	// users would refill for each other: it gets a phase of its own below.
+	var without []string
+	for _, r := range all {
+		if r != "+eval" {
+			without = append(without, r)
+			setUser("without"+r, slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == r }))
+		}
+	}
+	errs := make(map[string]error)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, user := range append([]string{"full"}, prefixed("without", without)...) {
+		wg.Go(func() {
+			err := aclWorkload(ctx, func() redis.UniversalClient { return dial(user) }, "acl/"+user)
+			mu.Lock()
+			errs[user] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errs["full"])
+	require.Empty(t, denials("full"), "the documented rules are not enough")
+	for _, r := range without {
+		user := "without" + r
+		require.True(t, errs[user] != nil || len(denials(user)) > 0, "rule %s is not needed", r)
+	}
+
+	require.NoError(t, admin.ScriptFlush(ctx).Err())
+	require.NoError(t, lockUnlock(ctx, dial("full"), "acl/eval"))
+	require.Empty(t, denials("full"), "reloading the scripts")
+	setUser("without+eval", slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "+eval" }))
+	require.NoError(t, admin.ScriptFlush(ctx).Err())
+	require.Error(t, lockUnlock(ctx, dial("without+eval"), "acl/noeval"), "+eval is needed after SCRIPT FLUSH")
+}
+
+func prefixed(prefix string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = prefix + s
+	}
+	return out
+}
+
+func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string) error {
+	defer rdb.Close()
+	c, err := New(rdb)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	l, err := c.Lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	return l.Unlock(ctx)
+}
+
+// aclWorkload makes every kind of call a baton client makes: acquire (EVALSHA),
+// re-entry, a contended wait over pub/sub idle long enough for the hub's
+// health-check PING, watchdog renewals, Inspect, a partial and a full
+// release, the waiter's unsubscribe, and ForceUnlock. It returns the first
+// error; denied calls that only show in ACL LOG are the caller's to check.
+func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name string) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	ra, rb := dial(), dial()
+	defer ra.Close()
+	defer rb.Close()
+	a, err := New(ra, WithWatchdogLease(300*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	b, err := New(rb)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	outer, err := a.Lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	inner, err := a.Lock(outer.Context(), name)
+	if err != nil {
+		return err
+	}
+	var waitErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		l, err := b.Lock(ctx, name)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		waitErr = err
+	})
+	defer func() { wg.Wait(); err = errors.Join(err, waitErr) }()
+	// Past the hub's 1s health-check interval; renewals every 100ms.
+	time.Sleep(1300 * time.Millisecond)
+	if _, err := a.Inspect(ctx, name); err != nil {
+		return err
+	}
+	if err := inner.Unlock(ctx); err != nil {
+		return err
+	}
+	if err := outer.Unlock(ctx); err != nil {
+		return err
+	}
+	held, err := a.Lock(ctx, name+"/forced")
+	if err != nil {
+		return err
+	}
+	if ok, err := b.ForceUnlock(ctx, held.Name()); err != nil || !ok {
+		return errors.Join(err, errors.New("ForceUnlock found nothing"))
+	}
+	return nil
+}
+
+// The release script publishes before it writes: a user that may not publish
+// on the lock's channel gets an error from Unlock, and the lock is still
+// held with its hold count unchanged, not released without waking anyone.
+func TestACLMissingChannelFailsBeforeWrite(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rdb := srv.Admin()
+	rules := strings.ReplaceAll(ACLRules, "&baton:*", "")
+	require.NoError(t, rdb.ACLSetUser(ctx, "nochannel", append([]string{"reset", "on", ">" + aclPassword}, strings.Fields(rules)...)...).Err())
+	user := srv.Client(func(o *redis.Options) { o.Username, o.Password = "nochannel", aclPassword })
+	lc, err := New(user)
+	require.NoError(t, err)
+	defer lc.Close()
+
+	outer, err := lc.Lock(ctx, "nochan")
+	require.NoError(t, err, "acquiring publishes nothing")
+	inner, err := lc.Lock(outer.Context(), "nochan")
+	require.NoError(t, err)
+	require.NoError(t, inner.Unlock(ctx), "a partial release publishes nothing")
+
+	for attempt := 0; attempt < 2; attempt++ {
+		err = outer.Unlock(ctx)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "NOPERM")
+		require.NotErrorIs(t, err, ErrNotHeld)
+		holders, err := rdb.HGetAll(ctx, lockKey("nochan")).Result()
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{outer.Owner(): "1"}, holders, "the release wrote before it failed")
+		require.Positive(t, rdb.PTTL(ctx, lockKey("nochan")).Val())
+		require.NoError(t, outer.Context().Err(), "the handle is still held and may retry")
+	}
+	require.NoError(t, rdb.Del(ctx, lockKey("nochan")).Err())
+}
