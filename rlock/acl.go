@@ -23,9 +23,11 @@ const (
 		"~baton:* &baton:*"
 
 	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
-	// sharded pub/sub (the default): CLUSTER SLOTS is how go-redis learns
-	// the topology. With WithClassicPubSub, use ACLRules plus +cluster|slots.
-	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots " +
+	// sharded pub/sub (the default). go-redis learns the topology with
+	// CLUSTER SLOTS and the key positions of commands with COMMAND (without
+	// it, it logs an error on every call). With WithClassicPubSub, use
+	// ACLRules plus +cluster|slots +command.
+	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command " +
 		"+get +set +del +exists +hexists +hget +hgetall +hincrby +incr +pexpire +pttl +spublish " +
 		"~baton:* &baton:*"
 )

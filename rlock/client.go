@@ -129,6 +129,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (reentrant.State, err
 	return k.Inspect(ctx, c.rdb)
 }
 
+// RenewalStats reports what the watchdog has done since New: ticks, renew
+// calls (one pipeline each), leases renewed, failed and lost.
+func (c *Client) RenewalStats() watchdog.Stats { return c.wd.Stats() }
+
 // Close wakes every waiting Lock call with ErrClosed, stops the watchdog,
 // releases the locks this client still holds (best effort, bounded in time)
 // and cancels their contexts with ErrClosed. It does not close the Redis

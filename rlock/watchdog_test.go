@@ -41,6 +41,9 @@ func TestWatchdogKeepsLockAlivePastItsLease(t *testing.T) {
 	require.NoError(t, l.Context().Err())
 	require.NoError(t, l.Unlock(ctx))
 	require.Zero(t, c.wd.Len(), "unlock stops renewal")
+	st := c.RenewalStats()
+	require.GreaterOrEqual(t, st.Renewed, uint64(10), "renewed every tick or so: %+v", st)
+	require.Zero(t, st.Lost)
 }
 
 func TestAdminDeleteSignalsLoss(t *testing.T) {
