@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+// Benchmarks against a real redis-server; skipped when it is not installed.
+//
+// The batched watchdog-renewal benchmark belongs in this file too, next to
+// these two; it comes with the issue that adds it.
+
+// BenchmarkUncontended is one Lock and one Unlock of a free lock: the round
+// trips plus the client's own cost and allocations.
+func BenchmarkUncontended(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, algo := range Algorithms() {
+		b.Run(algo.Name, func(b *testing.B) {
+			l := benchLocker(b, srv, algo)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				h, err := l.Lock(ctx, "free")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := h.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHandoff ping-pongs one lock between two goroutines, each with its
+// own client: the holder releases only once the other is waiting, so
+// nearly every acquisition is a hand-off. It reports ns per hand-off.
+func BenchmarkHandoff(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, algo := range Algorithms() {
+		b.Run(algo.Name, func(b *testing.B) {
+			lockers := [2]Locker{benchLocker(b, srv, algo), benchLocker(b, srv, algo)}
+			var waiting [2]atomic.Bool
+			var acquisitions, handoffs atomic.Int64
+			var last atomic.Int32
+			last.Store(-1)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for me := range int32(2) {
+				other := 1 - me
+				wg.Go(func() {
+					for {
+						waiting[me].Store(true)
+						h, err := lockers[me].Lock(ctx, "pingpong")
+						waiting[me].Store(false)
+						if err != nil {
+							if ctx.Err() == nil {
+								b.Error(err)
+							}
+							return
+						}
+						if last.Swap(me) == other {
+							handoffs.Add(1)
+						}
+						if acquisitions.Add(1) >= int64(b.N) {
+							cancel()
+						}
+						// The other goroutine is between its own release and
+						// its next Lock for a moment at most.
+						for !waiting[other].Load() && ctx.Err() == nil {
+							runtime.Gosched()
+						}
+						if err := h.Unlock(context.Background()); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			if n := handoffs.Load(); n > 0 {
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/handoff")
+			}
+		})
+	}
+}
+
+// benchLocker opens a Locker on its own connection pool, closed when b ends.
+func benchLocker(b *testing.B, srv *redistest.Server, algo Algorithm) Locker {
+	b.Helper()
+	l, err := algo.New(srv.Client(), "bench:"+b.Name()+":")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	return l
+}

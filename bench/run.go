@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pingInterval spaces the pinger's round trips: often enough for a stable
+// median, rarely enough to add nothing measurable to the load.
+const pingInterval = 10 * time.Millisecond
+
+// worker is one simulated process: its own Redis client and Locker.
+type worker struct {
+	id     int
+	rdb    redis.UniversalClient
+	locker Locker
+	rng    *rand.Rand
+
+	acquisitions int64
+	waits        []time.Duration
+	gaps         []time.Duration
+}
+
+// run is the worker's loop until ctx ends. A Lock that ctx cuts short still
+// records its wait so far, so a worker starved for the whole run shows in the
+// wait figures instead of vanishing from them.
+func (w *worker) run(ctx context.Context, sc Scenario, names []string, rec *recorder) error {
+	release := context.WithoutCancel(ctx) // a lock taken is always given back
+	for {
+		i := 0
+		if len(names) > 1 {
+			i = w.rng.IntN(len(names))
+		}
+		start := time.Now()
+		held, err := w.locker.Lock(ctx, names[i])
+		now := time.Now()
+		w.waits = append(w.waits, now.Sub(start))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("lock %q: %w", names[i], err)
+		}
+		w.acquisitions++
+		if gap, ok := rec.acquired(i, w.id, start, now); ok {
+			w.gaps = append(w.gaps, gap)
+		}
+		_ = sleep(ctx, sc.Hold) // the run ending cuts the hold short
+		rec.releasing(i, w.id, time.Now())
+		if err := held.Unlock(release); err != nil {
+			return fmt.Errorf("unlock %q: %w", names[i], err)
+		}
+		if sleep(ctx, sc.Think) != nil {
+			return nil
+		}
+	}
+}
+
+// runOne runs algo on sc. admin is the client for INFO and the pinger.
+func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Algorithm, sc Scenario) (Result, error) {
+	prefix := fmt.Sprintf("bench:%s:%s:%d:", algo.Name, sc.Name, time.Now().UnixNano())
+	names := make([]string, sc.Names)
+	for i := range names {
+		names[i] = "k" + strconv.Itoa(i)
+	}
+	var sent commandCounter
+	workers, err := startWorkers(ctx, t, algo, sc, prefix, &sent)
+	defer stopWorkers(workers)
+	if err != nil {
+		return Result{}, err
+	}
+
+	statsBefore, statsErr := readCommandStats(ctx, admin)
+	sentBefore := sent.n.Load()
+	failed, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	runCtx, stop := context.WithTimeout(failed, sc.Duration)
+	defer stop()
+	rec := newRecorder(sc.Names)
+	pings := make(chan []time.Duration, 1)
+	go func() { pings <- ping(runCtx, admin) }()
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() {
+			if err := w.run(runCtx, sc, names, rec); err != nil {
+				fail(fmt.Errorf("worker %d: %w", w.id, err))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	rtts := <-pings
+	if err := context.Cause(failed); err != nil {
+		return Result{}, err
+	}
+
+	r := summarize(algo.Name, sc, elapsed, workers, rec, rtts)
+	r.ClientCommands = sent.n.Load() - sentBefore
+	r.ClientPerAcq = perAcquisition(r.ClientCommands, r.Acquisitions)
+	// A server without INFO commandstats (miniredis) leaves server figures
+	// out; the run itself is still valid.
+	if statsAfter, err := readCommandStats(ctx, admin); statsErr == nil && err == nil {
+		r.ServerCommands = serverCommands(statsBefore, statsAfter, int64(len(rtts)))
+		r.ServerPerAcq = perAcquisition(r.ServerCommands.Total(), r.Acquisitions)
+	}
+	return r, nil
+}
+
+// startWorkers opens each worker's client and Locker and makes one round
+// trip on it, so the run does not time the first dial.
+func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, prefix string, sent *commandCounter) ([]*worker, error) {
+	seed := rand.Uint64()
+	workers := make([]*worker, 0, sc.Workers)
+	for id := range sc.Workers {
+		w := &worker{id: id, rdb: t.NewClient(), rng: rand.New(rand.NewPCG(seed, uint64(id)))}
+		workers = append(workers, w)
+		sent.attach(w.rdb)
+		var err error
+		if w.locker, err = algo.New(w.rdb, prefix); err != nil {
+			return workers, err
+		}
+		if err := w.rdb.Ping(ctx).Err(); err != nil {
+			return workers, err
+		}
+	}
+	return workers, nil
+}
+
+func stopWorkers(workers []*worker) {
+	for _, w := range workers {
+		if w.locker != nil {
+			_ = w.locker.Close()
+		}
+		_ = w.rdb.Close()
+	}
+}
+
+// ping measures the round trip of PING on rdb every pingInterval until ctx
+// ends: the yardstick for the hand-off gap, taken under the same load.
+func ping(ctx context.Context, rdb redis.UniversalClient) []time.Duration {
+	var rtts []time.Duration
+	for sleep(ctx, pingInterval) == nil {
+		start := time.Now()
+		if rdb.Ping(ctx).Err() == nil {
+			rtts = append(rtts, time.Since(start))
+		}
+	}
+	return rtts
+}
