@@ -16,7 +16,9 @@
 //   - only the owner that holds a lock can re-enter, renew or release it;
 //   - the fencing token rises on every 0→1 acquisition and is kept on re-entry;
 //   - a request ID runs at most once: a retried acquire or release (go-redis
-//     retries on timeouts) replays the first result instead of counting again;
+//     retries on timeouts) replays the first result instead of counting
+//     again; an owner made for one call (AcquireNew) needs no request key,
+//     because a hold it already has can only be that call's own;
 //   - a release that frees the lock publishes before its first write, so a
 //     missing channel permission fails the script with the lock intact.
 //

@@ -52,7 +52,8 @@ type AcquireResult struct {
 	// Token is the fencing token of the owner's hold (when Acquired).
 	Token uint64
 	// HolderTTL is the remaining lease of the current holder when not
-	// Acquired; zero or less means Redis reported no expiry.
+	// Acquired, as PTTL reads it: zero in the lease's last millisecond,
+	// negative when Redis reported no expiry.
 	HolderTTL time.Duration
 }
 
@@ -110,12 +111,29 @@ func leaseMillis(lease time.Duration) (int64, error) {
 // it. requestID must be unique per logical attempt: a repeated call with the
 // same ID replays the first result while the owner still holds the lock.
 func (l Lock) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (AcquireResult, error) {
+	return l.acquire(ctx, rdb, owner, requestID, lease, false)
+}
+
+// AcquireNew takes the lock for an owner ID made for this one call, which
+// nothing else can hold: if owner already holds the lock, that hold can only
+// come from an earlier run of this call (a resent command, or a retry after
+// a lost reply), and it is reported as it is instead of counted again. So
+// the common path needs no request key.
+func (l Lock) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (AcquireResult, error) {
+	return l.acquire(ctx, rdb, owner, "", lease, true)
+}
+
+func (l Lock) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return AcquireResult{}, err
 	}
 	keys := []string{l.Hash, l.Fence, l.RequestKey(requestID)}
-	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, l.requestTTL.Milliseconds()).Int64Slice()
+	isNew := "0"
+	if newOwner {
+		isNew = "1"
+	}
+	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, l.requestTTL.Milliseconds(), isNew).Int64Slice()
 	if err != nil {
 		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", l.Name, err)
 	}

@@ -221,3 +221,26 @@ func TestShardedPublish(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, l.Channel, msg.Channel)
 }
+
+// An owner made for one call needs no request key: a resent acquire finds
+// the owner already holding and reports that hold without counting it.
+func TestAcquireNewIsIdempotentWithoutRequestKey(t *testing.T) {
+	ctx, rdb, l := setup(t, "new-owner")
+	for i := 0; i < 2; i++ {
+		r, err := l.AcquireNew(ctx, rdb, "fresh", testLease)
+		require.NoError(t, err)
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 1}, r, "run %d", i)
+	}
+	keys, err := rdb.Keys(ctx, "baton:{new-owner}:req:*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys, "no request key on the new-owner path")
+
+	r, err := l.AcquireNew(ctx, rdb, "other", testLease)
+	require.NoError(t, err)
+	require.False(t, r.Acquired)
+	require.Positive(t, r.HolderTTL)
+
+	r, err = l.Acquire(ctx, rdb, "fresh", "nested", testLease) // re-entry through the handle's owner
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: 1}, r)
+}

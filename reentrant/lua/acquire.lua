@@ -2,30 +2,41 @@
 -- KEYS[1] lock hash (field = owner, value = hold count)
 -- KEYS[2] fencing counter
 -- KEYS[3] request key: remembers this request's result so a retried call replays it
--- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] request-key TTL in ms
+-- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] request-key TTL in ms,
+-- ARGV[4] '1' when the owner ID was made for this one call
 -- Returns {1, holdCount, token} when ARGV[1] holds the lock after the call,
 --         {0, pttl} when another owner holds it.
-local done = redis.call('get', KEYS[3])
-if done and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
-  local count, token = string.match(done, '^(%d+):(%d+)$')
-  return {1, tonumber(count), tonumber(token)}
-end
-
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 and redis.call('exists', KEYS[1]) == 1 then
-  return {0, redis.call('pttl', KEYS[1])}
-end
-
-local count = redis.call('hincrby', KEYS[1], ARGV[1], 1)
-local token
-if count == 1 then
-  token = redis.call('incr', KEYS[2])
-  redis.call('pexpire', KEYS[1], ARGV[2])
-else
-  token = tonumber(redis.call('get', KEYS[2]) or 0)
+local count = redis.call('hget', KEYS[1], ARGV[1])
+if count then
+  if ARGV[4] == '1' then
+    -- A new owner can only hold the lock through an earlier run of this
+    -- same call (a resent command): report that hold, count nothing.
+    return {1, tonumber(count), tonumber(redis.call('get', KEYS[2]) or 0)}
+  end
+  local done = redis.call('get', KEYS[3])
+  if done then
+    local c, t = string.match(done, '^(%d+):(%d+)$')
+    return {1, tonumber(c), tonumber(t)}
+  end
+  count = redis.call('hincrby', KEYS[1], ARGV[1], 1)
+  -- The lock is exclusive, so the counter's value is the current hold's token.
+  local token = tonumber(redis.call('get', KEYS[2]) or 0)
   -- Re-entry never shortens the lease an outer hold already has.
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
     redis.call('pexpire', KEYS[1], ARGV[2])
   end
+  redis.call('set', KEYS[3], count .. ':' .. token, 'px', ARGV[3])
+  return {1, count, token}
 end
-redis.call('set', KEYS[3], count .. ':' .. token, 'px', ARGV[3])
-return {1, count, token}
+
+local pttl = redis.call('pttl', KEYS[1])
+if pttl ~= -2 then
+  return {0, pttl}
+end
+redis.call('hset', KEYS[1], ARGV[1], 1)
+redis.call('pexpire', KEYS[1], ARGV[2])
+local token = redis.call('incr', KEYS[2])
+if ARGV[4] ~= '1' then
+  redis.call('set', KEYS[3], '1:' .. token, 'px', ARGV[3])
+end
+return {1, 1, token}
