@@ -10,10 +10,8 @@ import (
 	"github.com/batonlock/baton/reentrant/redistest"
 )
 
-// Benchmarks against a real redis-server; skipped when it is not installed.
-//
-// The batched watchdog-renewal benchmark belongs in this file too, next to
-// these two; it comes with the issue that adds it.
+// Benchmarks against a real redis-server; skipped when it is not installed
+// (and failed under CI).
 
 // BenchmarkUncontended is one Lock and one Unlock of a free lock: the round
 // trips plus the client's own cost and allocations.
