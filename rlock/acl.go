@@ -19,7 +19,7 @@ package rlock
 const (
 	// ACLRules is what a client on a single Redis node needs.
 	ACLRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
-		"+get +set +del +exists +hexists +hget +hgetall +hincrby +incr +pexpire +pttl +publish " +
+		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +incr +pexpire +pttl +publish " +
 		"~baton:* &baton:*"
 
 	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
@@ -28,6 +28,6 @@ const (
 	// it, it logs an error on every call). With WithClassicPubSub, use
 	// ACLRules plus +cluster|slots +command.
 	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command " +
-		"+get +set +del +exists +hexists +hget +hgetall +hincrby +incr +pexpire +pttl +spublish " +
+		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +incr +pexpire +pttl +spublish " +
 		"~baton:* &baton:*"
 )

@@ -38,6 +38,8 @@ type Client struct {
 	mu    sync.Mutex
 	holds map[holdKey]*hold
 
+	cleanups sync.WaitGroup // background clean-ups; Close waits for them
+
 	// afterFirstAttempt, when set by tests, runs between the first failed
 	// acquire and the subscribe of the wait loop.
 	afterFirstAttempt func()
@@ -151,8 +153,28 @@ func (c *Client) Close() error {
 				_, _ = h.lock.Release(ctx, c.rdb, h.key.owner, newRequestID(), h.lease)
 			}
 		}
+		// endHolds took c.mu after closed was set, so no clean-up starts
+		// after this Wait begins (see background).
+		c.cleanups.Wait()
 	})
 	return err
+}
+
+// background runs f, which must end on its own soon, on a goroutine that
+// Close waits for. Once Close has begun, f runs inline instead.
+func (c *Client) background(f func()) {
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		f()
+		return
+	}
+	c.cleanups.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.cleanups.Done()
+		f()
+	}()
 }
 
 func (c *Client) lockKeys(name string) (reentrant.Lock, error) {

@@ -47,8 +47,10 @@ type attempt struct {
 	ctx   context.Context // the caller's
 	keys  reentrant.Lock
 	owner string
-	lease time.Duration
-	cfg   lockConfig
+	// newOwner: the owner was made for this call, not taken from ctx.
+	newOwner bool
+	lease    time.Duration
+	cfg      lockConfig
 }
 
 func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blocking bool) (*Lock, error) {
@@ -63,13 +65,13 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	if err != nil {
 		return nil, err
 	}
-	owner, ok := OwnerFrom(ctx)
-	if !ok {
+	owner, fromCtx := OwnerFrom(ctx)
+	if !fromCtx {
 		if owner, err = c.newOwner(); err != nil {
 			return nil, err
 		}
 	}
-	a := &attempt{c: c, ctx: ctx, keys: keys, owner: owner, lease: c.cfg.watchdogLease, cfg: lc}
+	a := &attempt{c: c, ctx: ctx, keys: keys, owner: owner, newOwner: !fromCtx, lease: c.cfg.watchdogLease, cfg: lc}
 	if lc.leaseSet {
 		a.lease = lc.lease
 	}
@@ -111,10 +113,7 @@ func (a *attempt) wait(ctx context.Context, ttl time.Duration) (*Lock, error) {
 		if l != nil || err != nil {
 			return l, err
 		}
-		ttl = holderTTL
-		if ttl <= 0 {
-			ttl = unknownTTLWait
-		}
+		ttl = untilExpiry(holderTTL)
 		// Step 4: a release message, the holder's lease running out, or
 		// the end of ctx, whichever comes first; then step 5, go again.
 		if err := sub.Wait(ctx, ttl); err != nil && !errors.Is(err, notify.ErrWaitTimeout) {
@@ -123,15 +122,29 @@ func (a *attempt) wait(ctx context.Context, ttl time.Duration) (*Lock, error) {
 	}
 }
 
+// untilExpiry is how long to wait for a holder whose PTTL read ttl. Redis
+// keeps a key through the whole millisecond in which it expires, and PTTL
+// reads 0 there; a retry must not land in it, so the wait runs a millisecond
+// past. A negative PTTL means the key has no expiry at all.
+func untilExpiry(ttl time.Duration) time.Duration {
+	if ttl < 0 {
+		return unknownTTLWait
+	}
+	return ttl + time.Millisecond
+}
+
 // try runs one acquire. It returns the held lock, or the holder's remaining
 // lease when another owner holds it.
 func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
 	id := newRequestID()
 	sentAt := time.Now()
-	res, err := a.keys.Acquire(ctx, a.c.rdb, a.owner, id, a.lease)
+	res, err := a.acquire(ctx, id)
 	if err != nil {
 		if !isServerReply(err) {
-			a.undo(id)
+			// The acquire may have run. Giving it back happens in the
+			// background, so that the caller's ctx bounds the call and
+			// not the clean-up, which may wait for an unreachable Redis.
+			a.c.background(func() { a.undo(id) })
 		}
 		if ctx.Err() != nil {
 			return nil, 0, a.waitError(ctx.Err())
@@ -158,10 +171,19 @@ func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
 func (a *attempt) undo(requestID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
-	res, err := a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease)
+	res, err := a.acquire(ctx, requestID)
 	if err == nil && res.Acquired {
 		_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, newRequestID(), a.lease)
 	}
+}
+
+// acquire runs the acquire script once. A new owner needs no request ID:
+// any hold it has is this call's own.
+func (a *attempt) acquire(ctx context.Context, requestID string) (reentrant.AcquireResult, error) {
+	if a.newOwner {
+		return a.keys.AcquireNew(ctx, a.c.rdb, a.owner, a.lease)
+	}
+	return a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease)
 }
 
 func (a *attempt) releaseQuietly() {

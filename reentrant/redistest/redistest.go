@@ -67,7 +67,7 @@ func binary(tb testing.TB, name string) string {
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
 	bin := Binary(tb)
-	s := &Server{tb: tb, dir: tb.TempDir(), args: args}
+	s := &Server{tb: tb, dir: tb.TempDir(), args: withACLUser(args)}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := FreePort()
@@ -184,9 +184,17 @@ func (s *Server) signal(sig syscall.Signal) {
 }
 
 // Client returns a go-redis client for the server, closed at test end.
-// Options may adjust the defaults; Addr is always the server's.
+// Options may adjust the defaults; Addr is always the server's. Under
+// ACLEnv=1 it authenticates as the least-privilege ACLUser (see Admin).
 func (s *Server) Client(opts ...func(*redis.Options)) *redis.Client {
 	o := &redis.Options{Addr: s.Addr}
+	if ACLMode() {
+		o.Username, o.Password = ACLUser, ACLPassword
+	}
+	return s.client(o, opts)
+}
+
+func (s *Server) client(o *redis.Options, opts []func(*redis.Options)) *redis.Client {
 	for _, f := range opts {
 		f(o)
 	}

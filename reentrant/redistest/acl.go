@@ -1,0 +1,53 @@
+package redistest
+
+import (
+	"os"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ACLEnv names the environment variable that runs tests as a least-privilege
+// user. Set to 1, every server Start launches also has the user ACLUser with
+// ACLRules; Client authenticates as that user, and Admin keeps the
+// unrestricted default user for the test's own checks (INFO, CLIENT KILL,
+// counters outside the lock keys).
+const ACLEnv = "BATON_REDIS_ACL"
+
+// ACLUser and ACLPassword are the credentials of the least-privilege user.
+const (
+	ACLUser     = "baton"
+	ACLPassword = "baton-test-password"
+)
+
+// ACLRules is what a baton client needs on a single Redis node with the
+// default key prefix. redistest imports nothing from baton, so this is a
+// copy of rlock.ACLRules; a test in rlock checks that they are equal.
+const ACLRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
+	"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +incr +pexpire +pttl +publish " +
+	"~baton:* &baton:*"
+
+// ACLMode reports whether ACLEnv asks for the least-privilege user.
+func ACLMode() bool { return os.Getenv(ACLEnv) == "1" }
+
+// UserArgs returns the redis-server arguments that create user, enabled,
+// with password and rules (space-separated ACL rules). Pass them to Start;
+// a user defined on the command line survives Restart.
+func UserArgs(user, password, rules string) []string {
+	// redis-server quotes each argument on its own, so every rule must be a
+	// separate argument of the "user" directive.
+	return append([]string{"--user", user, "on", ">" + password}, strings.Fields(rules)...)
+}
+
+func withACLUser(args []string) []string {
+	if !ACLMode() {
+		return args
+	}
+	return append(UserArgs(ACLUser, ACLPassword, ACLRules), args...)
+}
+
+// Admin returns a go-redis client for the server as the unrestricted default
+// user, closed at test end. It is Client outside ACL mode.
+func (s *Server) Admin(opts ...func(*redis.Options)) *redis.Client {
+	return s.client(&redis.Options{Addr: s.Addr}, opts)
+}
