@@ -245,9 +245,7 @@ func TestCancelledWaitLeavesNothingBehind(t *testing.T) {
 		_, err := b.Lock(wctx, "c")
 		errc <- err
 	}()
-	require.Eventually(t, func() bool {
-		return rdb.PubSubNumSub(ctx, "baton:{c}:released").Val()["baton:{c}:released"] == 1
-	}, 5*time.Second, 5*time.Millisecond, "the waiter subscribes")
+	waitForSubscribers(t, srv, "baton:{c}:released", 1)
 	cancel()
 	select {
 	case err := <-errc:
@@ -256,9 +254,7 @@ func TestCancelledWaitLeavesNothingBehind(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("Lock did not return promptly after cancel")
 	}
-	require.Eventually(t, func() bool {
-		return rdb.PubSubNumSub(ctx, "baton:{c}:released").Val()["baton:{c}:released"] == 0
-	}, 5*time.Second, 5*time.Millisecond, "the subscription is dropped")
+	waitForSubscribers(t, srv, "baton:{c}:released", 0) // the subscription is dropped
 
 	dctx, dcancel := context.WithTimeout(ctx, 150*time.Millisecond)
 	defer dcancel()
@@ -341,9 +337,7 @@ func TestCloseWakesWaitersAndReleasesHolds(t *testing.T) {
 		_, err := c.Lock(ctx, "held")
 		errc <- err
 	}()
-	require.Eventually(t, func() bool {
-		return rdb.PubSubNumSub(ctx, "baton:{held}:released").Val()["baton:{held}:released"] == 1
-	}, 5*time.Second, 5*time.Millisecond)
+	waitForSubscribers(t, srv, "baton:{held}:released", 1)
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, <-errc, ErrClosed)
 	require.ErrorIs(t, context.Cause(mine.Context()), ErrClosed)
