@@ -29,11 +29,13 @@ func TestAcquireReenterRelease(t *testing.T) {
 
 	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease)
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 1}, r)
+	require.True(t, r.Acquired)
+	require.EqualValues(t, 1, r.HoldCount)
+	first := r.Token
 
 	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease)
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: 1}, r, "re-entry keeps the token")
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first}, r, "re-entry keeps the token")
 
 	other, err := l.Acquire(ctx, rdb, "B", "r3", testLease)
 	require.NoError(t, err)
@@ -43,7 +45,7 @@ func TestAcquireReenterRelease(t *testing.T) {
 	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"A": 2}, st.Holders)
-	require.EqualValues(t, 1, st.LastToken)
+	require.Equal(t, first, st.LastToken)
 
 	rel, err := l.Release(ctx, rdb, "B", "r4", testLease)
 	require.NoError(t, err)
@@ -68,7 +70,7 @@ func TestAcquireReenterRelease(t *testing.T) {
 
 	r, err = l.Acquire(ctx, rdb, "B", "r7", testLease)
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 2}, r)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first + 1}, r)
 }
 
 // go-redis resends a command after a timeout, so one logical request can run
@@ -76,10 +78,14 @@ func TestAcquireReenterRelease(t *testing.T) {
 func TestRequestIDReplays(t *testing.T) {
 	ctx, rdb, l := setup(t, "replay")
 
+	var first uint64
 	for i := 0; i < 2; i++ {
 		r, err := l.Acquire(ctx, rdb, "A", "same", testLease)
 		require.NoError(t, err)
-		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 1}, r, "run %d", i)
+		if i == 0 {
+			first = r.Token
+		}
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first}, r, "run %d", i)
 	}
 	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
@@ -101,7 +107,7 @@ func TestRequestIDReplays(t *testing.T) {
 	require.NoError(t, err)
 	r, err := l.Acquire(ctx, rdb, "A", "same", testLease)
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 2}, r, "fresh acquisition, fresh token")
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first + 1}, r, "fresh acquisition, fresh token")
 }
 
 func TestReentryNeverShortensLease(t *testing.T) {
@@ -226,10 +232,14 @@ func TestShardedPublish(t *testing.T) {
 // the owner already holding and reports that hold without counting it.
 func TestAcquireNewIsIdempotentWithoutRequestKey(t *testing.T) {
 	ctx, rdb, l := setup(t, "new-owner")
+	var first uint64
 	for i := 0; i < 2; i++ {
 		r, err := l.AcquireNew(ctx, rdb, "fresh", testLease)
 		require.NoError(t, err)
-		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 1}, r, "run %d", i)
+		if i == 0 {
+			first = r.Token
+		}
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first}, r, "run %d", i)
 	}
 	keys, err := rdb.Keys(ctx, "baton:{new-owner}:req:*").Result()
 	require.NoError(t, err)
@@ -242,5 +252,34 @@ func TestAcquireNewIsIdempotentWithoutRequestKey(t *testing.T) {
 
 	r, err = l.Acquire(ctx, rdb, "fresh", "nested", testLease) // re-entry through the handle's owner
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: 1}, r)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first}, r)
+}
+
+// A Redis that restarts without its data loses the fencing counter with the
+// locks. The counter is then seeded from the server clock, so a holder from
+// before the restart never has a token at or above one handed out after it.
+func TestTokensKeepRisingAcrossRestartWithoutPersistence(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	l, err := Namespace{}.Lock("restart")
+	require.NoError(t, err)
+	var before uint64
+	for i := 0; i < 5; i++ {
+		r, err := l.Acquire(ctx, rdb, "A", fmt.Sprint("a", i), testLease)
+		require.NoError(t, err)
+		before = r.Token
+		_, err = l.Release(ctx, rdb, "A", fmt.Sprint("r", i), testLease)
+		require.NoError(t, err)
+	}
+	now := uint64(time.Now().UnixMicro())
+	require.InDelta(t, now, before, float64(time.Minute.Microseconds()), "seeded from the server clock in µs")
+
+	srv.Restart()
+	require.Eventually(t, func() bool { return rdb.Ping(ctx).Err() == nil }, 5*time.Second, 10*time.Millisecond)
+	r, err := l.Acquire(ctx, rdb, "B", "after", testLease)
+	require.NoError(t, err)
+	require.True(t, r.Acquired)
+	require.Greater(t, r.Token, before, "a token after the restart beats every token before it")
 }

@@ -6,6 +6,9 @@
 -- ARGV[4] '1' when the owner ID was made for this one call
 -- Returns {1, holdCount, token} when ARGV[1] holds the lock after the call,
 --         {0, pttl} when another owner holds it.
+-- Tokens are around 1.7e15 (see the seed below): Lua numbers hold them
+-- exactly, but '..' would print them as floats, so they are formatted
+-- with %d.
 local count = redis.call('hget', KEYS[1], ARGV[1])
 if count then
   if ARGV[4] == '1' then
@@ -25,7 +28,7 @@ if count then
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
     redis.call('pexpire', KEYS[1], ARGV[2])
   end
-  redis.call('set', KEYS[3], count .. ':' .. token, 'px', ARGV[3])
+  redis.call('set', KEYS[3], string.format('%d:%d', count, token), 'px', ARGV[3])
   return {1, count, token}
 end
 
@@ -36,7 +39,16 @@ end
 redis.call('hset', KEYS[1], ARGV[1], 1)
 redis.call('pexpire', KEYS[1], ARGV[2])
 local token = redis.call('incr', KEYS[2])
+if token == 1 then
+  -- No counter: a new lock, or a Redis that restarted without its data.
+  -- Seed it from the server clock in microseconds, so tokens keep rising
+  -- across such a restart (built as a string: exact, no float formatting).
+  local now = redis.call('time')
+  local seed = now[1] .. string.format('%06d', tonumber(now[2]))
+  redis.call('set', KEYS[2], seed)
+  token = tonumber(seed)
+end
 if ARGV[4] ~= '1' then
-  redis.call('set', KEYS[3], '1:' .. token, 'px', ARGV[3])
+  redis.call('set', KEYS[3], string.format('1:%d', token), 'px', ARGV[3])
 end
 return {1, 1, token}
