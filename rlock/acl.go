@@ -25,9 +25,11 @@ const (
 	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
 	// sharded pub/sub (the default). go-redis learns the topology with
 	// CLUSTER SLOTS and the key positions of commands with COMMAND (without
-	// it, it logs an error on every call). With WithClassicPubSub, use
-	// ACLRules plus +cluster|slots +command.
-	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command " +
+	// it, it logs an error on every call), and follows an -ASK redirect
+	// during a slot migration with ASKING (without it, renewals fail until
+	// the migration ends). With WithClassicPubSub, use ACLRules plus
+	// +cluster|slots +command +asking.
+	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command +asking " +
 		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +incr +pexpire +pttl +spublish " +
 		"~baton:* &baton:*"
 )

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -82,9 +83,10 @@ func checkACLRules(t *testing.T, admin *redis.Client, rules string, dial func(us
 	setUser("full", all)
 	// EVAL runs only when the script cache is empty, which concurrent
 	// users would refill for each other: it gets a phase of its own below.
+	// ASKING needs a slot migration between two nodes, and has its own test.
 	var without []string
 	for _, r := range all {
-		if r != "+eval" {
+		if r != "+eval" && r != "+asking" {
 			without = append(without, r)
 			setUser("without"+r, slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == r }))
 		}
@@ -247,4 +249,72 @@ func TestACLMissingChannelFailsBeforeWrite(t *testing.T) {
 		require.NoError(t, outer.Context().Err(), "the handle is still held and may retry")
 	}
 	require.NoError(t, rdb.Del(ctx, lockKey("nochan")).Err())
+}
+
+// While a slot migrates, a key already moved is answered -ASK by the old
+// node, and go-redis must send ASKING to the new one first. The watchdog's
+// renewal is a single-key script, so it goes through: with ACLClusterRules
+// the lock is kept, and a user without +asking loses it. (Multi-key scripts,
+// acquire and release, get TRYAGAIN until the slot has moved.)
+func TestACLClusterRulesDuringSlotMigration(t *testing.T) {
+	ctx := testCtx(t)
+	cl := redistest.StartCluster(t, 3)
+	from, to := cl.Nodes[0], cl.Nodes[1]
+	all := strings.Fields(ACLClusterRules)
+	for user, rules := range map[string][]string{
+		"full":     all,
+		"noasking": slices.DeleteFunc(slices.Clone(all), func(r string) bool { return r == "+asking" }),
+	} {
+		for _, n := range cl.Nodes {
+			require.NoError(t, n.Admin().ACLSetUser(ctx, user, append([]string{"reset", "on", ">" + aclPassword}, rules...)...).Err())
+		}
+	}
+	const lease = 600 * time.Millisecond
+	type held struct {
+		l    *Lock
+		c    *Client
+		slot int
+	}
+	holds := map[string]held{}
+	for i, user := range []string{"full", "noasking"} {
+		c, err := New(cl.ClusterClient(func(o *redis.ClusterOptions) { o.Username, o.Password = user, aclPassword }),
+			WithWatchdogLease(lease))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		name := cl.TagOn(t, from, fmt.Sprintf("migrating%d-", i))
+		l, err := c.Lock(ctx, name)
+		require.NoError(t, err)
+		slot := redistest.KeySlot(name)
+		// Half-way through a migration: the lock's keys have moved, the
+		// slot has not.
+		require.NoError(t, to.Admin().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err())
+		require.NoError(t, from.Admin().Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err())
+		require.NoError(t, from.Admin().Do(ctx, "MIGRATE", "127.0.0.1", to.Port, "", 0, 5000,
+			"KEYS", lockKey(name), lockKey(name)+":fence").Err())
+		holds[user] = held{l, c, slot}
+	}
+	time.Sleep(2 * lease) // renewals that must go through ASK
+
+	require.NoError(t, holds["full"].l.Context().Err(), "renewal during the migration failed")
+	require.Zero(t, holds["full"].c.RenewalStats().Failed)
+	for _, n := range cl.Nodes {
+		entries, err := n.Admin().ACLLog(ctx, 100).Result()
+		require.NoError(t, err)
+		for _, e := range entries {
+			require.NotEqual(t, "full", e.Username, "denied %s on %s", e.Object, n.Addr)
+		}
+	}
+	require.ErrorIs(t, context.Cause(holds["noasking"].l.Context()), ErrLockLost)
+	entries, err := to.Admin().ACLLog(ctx, 100).Result()
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(entries, func(e *redis.ACLLogEntry) bool {
+		return e.Username == "noasking" && e.Object == "asking"
+	}), "%v", entries)
+
+	for _, h := range holds { // finish the migration; then the lock can be released
+		for _, n := range []*redistest.Node{to, from, cl.Nodes[2]} {
+			require.NoError(t, n.Admin().Do(ctx, "CLUSTER", "SETSLOT", h.slot, "NODE", to.ID).Err())
+		}
+	}
+	require.Eventually(t, func() bool { return holds["full"].l.Unlock(ctx) == nil }, 5*time.Second, 50*time.Millisecond)
 }

@@ -137,8 +137,9 @@ func (c *Client) RenewalStats() watchdog.Stats { return c.wd.Stats() }
 
 // Close wakes every waiting Lock call with ErrClosed, stops the watchdog,
 // releases the locks this client still holds (best effort, bounded in time)
-// and cancels their contexts with ErrClosed. It does not close the Redis
-// client. Close is idempotent.
+// and cancels their contexts with ErrClosed. It also waits for failed Lock
+// calls to finish giving back acquires whose reply was lost (at most a
+// second each). It does not close the Redis client. Close is idempotent.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {

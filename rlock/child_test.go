@@ -1,0 +1,221 @@
+package rlock
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+// A lock holder in a process of its own, which a test can stop or kill
+// without stopping itself: the test binary re-runs itself with helperEnv
+// set, and TestHelperProcess plays the holder.
+const (
+	helperEnv    = "BATON_TEST_HELPER" // the role; "holder" is the only one
+	helperAddr   = "BATON_TEST_REDIS"  // the server's address
+	helperLock   = "BATON_TEST_LOCK"   // the lock's name
+	helperLease  = "BATON_TEST_LEASE"  // the watchdog lease
+	helperPrefix = "helper: "          // marks the child's protocol lines on stdout
+)
+
+// fenceScript is the storage a lock protects, in miniature: it accepts a
+// write only with a token at least as high as any it has seen.
+var fenceScript = redis.NewScript(`
+local seen = tonumber(redis.call('hget', KEYS[1], 'token') or '0')
+if tonumber(ARGV[1]) < seen then return 0 end
+redis.call('hset', KEYS[1], 'token', ARGV[1], 'value', ARGV[2])
+return 1`)
+
+// fencedWrite stores value in key if token is not stale, and reports
+// whether it did.
+func fencedWrite(ctx context.Context, rdb redis.Scripter, key string, token uint64, value string) (bool, error) {
+	n, err := fenceScript.Run(ctx, rdb, []string{key}, token, value).Int()
+	return n == 1, err
+}
+
+// TestHelperProcess is not a test: it is the child process of the fault
+// tests. It takes the lock, writes to the fenced store, says "locked", and
+// then obeys one command per line on stdin:
+//
+//	write  — write to the store again with its token, as a holder that
+//	         does not know it was paused would
+//	lost   — wait (bounded) for Context() to end and report the cause
+//	unlock — Unlock and report the error
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv(helperEnv) != "holder" {
+		t.Skip("the child process of the fault tests")
+	}
+	if err := runHolder(os.Stdin, os.Stdout); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runHolder(in io.Reader, out io.Writer) error {
+	say := func(format string, args ...any) { fmt.Fprintf(out, helperPrefix+format+"\n", args...) }
+	lease, err := time.ParseDuration(os.Getenv(helperLease))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o := &redis.Options{Addr: os.Getenv(helperAddr)}
+	if redistest.ACLMode() {
+		o.Username, o.Password = redistest.ACLUser, redistest.ACLPassword
+	}
+	rdb := redis.NewClient(o)
+	defer rdb.Close()
+	store := redis.NewClient(&redis.Options{Addr: o.Addr}) // the default user: the store is not a lock key
+	defer store.Close()
+	c, err := New(rdb, WithWatchdogLease(lease))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	l, err := c.Lock(ctx, os.Getenv(helperLock))
+	if err != nil {
+		return err
+	}
+	ok, err := fencedWrite(ctx, store, "store", l.Token(), "child")
+	if err != nil {
+		return err
+	}
+	say("locked %d %t", l.Token(), ok)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		switch sc.Text() {
+		case "write":
+			ok, err := fencedWrite(ctx, store, "store", l.Token(), "stale")
+			say("write %t %v", ok, err)
+		case "lost":
+			select {
+			case <-l.Context().Done():
+				say("lost %t", errors.Is(context.Cause(l.Context()), ErrLockLost))
+			case <-time.After(5 * time.Second):
+				say("lost timeout")
+			}
+		case "unlock":
+			err := l.Unlock(ctx)
+			say("unlock %t %v", errors.Is(err, ErrLockLost), err)
+		}
+	}
+	return sc.Err()
+}
+
+// child is a running helper process, seen from the test.
+type child struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string   // protocol lines, without the prefix
+	read   chan struct{} // closed when stdout is drained
+	stderr bytes.Buffer
+	once   sync.Once
+}
+
+// startHolder runs a holder of lock name with the given watchdog lease. It
+// is killed, if still running, when the test ends.
+func startHolder(t *testing.T, srv *redistest.Server, name string, lease time.Duration) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), helperEnv+"=holder", helperAddr+"="+srv.Addr,
+		helperLock+"="+name, helperLease+"="+lease.String())
+	ch := &child{t: t, cmd: cmd, lines: make(chan string, 16), read: make(chan struct{})}
+	cmd.Stderr = &ch.stderr
+	var err error
+	if ch.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(ch.read)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), helperPrefix); ok {
+				select {
+				case ch.lines <- line:
+				default: // nobody asks any more; stdout must still be drained
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		ch.kill()
+		if t.Failed() {
+			t.Logf("child stderr:\n%s", ch.stderr.String())
+		}
+	})
+	return ch
+}
+
+// expect returns the next protocol line, which must start with word.
+func (ch *child) expect(word string) string {
+	ch.t.Helper()
+	select {
+	case line := <-ch.lines:
+		if !strings.HasPrefix(line, word) {
+			ch.t.Fatalf("child said %q, want %q...", line, word)
+		}
+		return line
+	case <-time.After(10 * time.Second):
+		ch.t.Fatalf("child did not say %q", word)
+		return ""
+	}
+}
+
+// ask sends one command and returns the reply line, which starts with cmd.
+func (ch *child) ask(cmd string) string {
+	ch.t.Helper()
+	if _, err := io.WriteString(ch.stdin, cmd+"\n"); err != nil {
+		ch.t.Fatal(err)
+	}
+	return ch.expect(cmd)
+}
+
+func (ch *child) signal(sig syscall.Signal) {
+	ch.t.Helper()
+	if err := ch.cmd.Process.Signal(sig); err != nil {
+		ch.t.Fatal(err)
+	}
+}
+
+// finish closes stdin, which ends the holder, and checks that it exited
+// cleanly: its own test, with goleak, passed.
+func (ch *child) finish() {
+	ch.t.Helper()
+	_ = ch.stdin.Close()
+	<-ch.read
+	if err := ch.cmd.Wait(); err != nil {
+		ch.t.Fatalf("child: %v\n%s", err, ch.stderr.String())
+	}
+	ch.once.Do(func() {})
+}
+
+// kill sends SIGKILL and waits until the process is reaped. It is
+// idempotent and harmless after finish.
+func (ch *child) kill() {
+	ch.once.Do(func() {
+		_ = ch.cmd.Process.Kill() // stopped or not
+		_ = ch.stdin.Close()
+		<-ch.read
+		_ = ch.cmd.Wait()
+	})
+}

@@ -1,0 +1,191 @@
+package rlock
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+// The script runs and its reply is lost. Either go-redis resends the call
+// (a read timeout, then a retry on a new connection) or the caller gets the
+// error and acts on it. The request ID must turn every repeat into a replay:
+// one acquire is one hold and one fencing token, one release is one PUBLISH.
+func TestReplyLostAfterTheScriptRan(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release bool // lose the release's reply rather than the acquire's
+		retries int  // go-redis MaxRetries; -1: none, the caller sees the error
+	}{
+		{"acquire/go-redis resends", false, 2},
+		{"acquire/caller gets the error", false, -1},
+		{"release/go-redis resends", true, 2},
+		{"release/caller retries", true, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			srv := redistest.Start(t)
+			rdb := admin(t, srv)
+			px := startProxy(t, srv.Addr)
+			c, err := New(px.client(t, func(o *redis.Options) {
+				o.ReadTimeout, o.MaxRetries = 300*time.Millisecond, tc.retries
+			}))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			other := newClient(t, srv)
+			// Load the scripts, so the lost reply is a script's result and
+			// not a NOSCRIPT.
+			warm, err := c.Lock(ctx, "warm")
+			require.NoError(t, err)
+			require.NoError(t, warm.Unlock(ctx))
+			// With retries, the lost reply stalls until the read times out;
+			// without, the connection is hung up at once.
+			hangUp := tc.retries < 0
+			stats := func() redistest.CommandStats {
+				s, err := redistest.ReadCommandStats(ctx, rdb)
+				require.NoError(t, err)
+				return s
+			}
+
+			if !tc.release {
+				before := stats()
+				px.DropNextReply(isScript(":fence"), hangUp)
+				l, err := c.Lock(ctx, "lost")
+				require.EqualValues(t, 1, px.Dropped())
+				if tc.retries > 0 {
+					require.NoError(t, err)
+					require.EqualValues(t, 2, stats().Sub(before)["evalsha"], "the acquire ran twice on the server")
+					holders, err := rdb.HGetAll(ctx, lockKey("lost")).Result()
+					require.NoError(t, err)
+					require.Equal(t, map[string]string{l.Owner(): "1"}, holders, "the repeat counted again")
+					fence, err := rdb.Get(ctx, lockKey("lost")+":fence").Uint64()
+					require.NoError(t, err)
+					require.Equal(t, l.Token(), fence, "the repeat drew a second token")
+					require.NoError(t, l.Unlock(ctx))
+				} else {
+					require.ErrorIs(t, err, io.EOF, "a transport error, not ErrNotObtained")
+					require.Nil(t, l)
+					// The failed Lock gives back what the lost acquire took.
+					require.Eventually(t, func() bool {
+						return rdb.Exists(ctx, lockKey("lost")).Val() == 0
+					}, undoTimeout+fast, 5*time.Millisecond, "a failed Lock left the lock taken")
+				}
+				got, err := other.TryLock(ctx, "lost")
+				require.NoError(t, err)
+				require.NoError(t, got.Unlock(ctx))
+				return
+			}
+
+			l, err := c.Lock(ctx, "lost")
+			require.NoError(t, err)
+			before := stats()
+			px.DropNextReply(isScript(":released"), hangUp)
+			err = l.Unlock(ctx)
+			require.EqualValues(t, 1, px.Dropped())
+			if tc.retries < 0 {
+				require.ErrorIs(t, err, io.EOF)
+				require.NoError(t, l.Context().Err(), "an Unlock that failed in transit leaves the handle held")
+				err = l.Unlock(ctx) // replays the release that ran
+			}
+			require.NoError(t, err)
+			d := stats().Sub(before)
+			require.EqualValues(t, 2, d["evalsha"], "the release ran twice on the server")
+			require.EqualValues(t, 1, d["publish"], "released exactly once")
+			require.Zero(t, rdb.Exists(ctx, lockKey("lost")).Val())
+			require.ErrorIs(t, l.Unlock(ctx), ErrNotHeld)
+			got, err := other.TryLock(ctx, "lost")
+			require.NoError(t, err)
+			require.Greater(t, got.Token(), l.Token())
+			require.NoError(t, got.Unlock(ctx))
+		})
+	}
+}
+
+// The network to Redis goes silent with sockets open: nothing errors, it
+// just never answers. The holder must signal the loss by its local validity
+// deadline, which is never later than Redis's own expiry of the lock, and
+// waiters must return on their ctx.
+func TestBlackholedConnection(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rdb := admin(t, srv)
+	px := startProxy(t, srv.Addr)
+	const lease = 600 * time.Millisecond
+	holder, err := New(px.client(t, ctxBound), WithWatchdogLease(lease))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Close() })
+	waiter, err := New(px.client(t, ctxBound))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = waiter.Close() })
+
+	l, err := holder.Lock(ctx, "bh")
+	require.NoError(t, err)
+	type result struct {
+		err error
+		at  time.Time
+	}
+	early := make(chan result, 1)
+	earlyDeadline := time.Now().Add(lease + 500*time.Millisecond)
+	go func() {
+		wctx, cancel := context.WithDeadline(ctx, earlyDeadline)
+		defer cancel()
+		_, err := waiter.Lock(wctx, "bh")
+		early <- result{err, time.Now()}
+	}()
+	waitForSubscribers(t, srv, "baton:{bh}:released", 1)
+	time.Sleep(lease / 3) // a renewal or two through the proxy
+
+	cut := time.Now()
+	px.Blackhole()
+	// A renewal answered just before the cut may still be applied; after
+	// this the deadline can only stay.
+	time.Sleep(20 * time.Millisecond)
+	sent := time.Now()
+	pttl, err := rdb.PTTL(ctx, lockKey("bh")).Result()
+	require.NoError(t, err)
+	redisExpiry := sent.Add(pttl) // no later than Redis's real expiry
+	holder.mu.Lock()
+	w := l.hold.watch
+	holder.mu.Unlock()
+	deadline := w.Deadline()
+	require.False(t, deadline.After(cut.Add(lease)), "valid for more than a lease after the last contact")
+	// A few ms for the PTTL's read time and its 1ms resolution.
+	require.False(t, deadline.After(redisExpiry.Add(5*time.Millisecond)),
+		"the holder believes in the lock %v after Redis expires it", deadline.Sub(redisExpiry))
+
+	late := make(chan result, 1)
+	lateDeadline := time.Now().Add(500 * time.Millisecond)
+	go func() {
+		wctx, cancel := context.WithDeadline(ctx, lateDeadline)
+		defer cancel()
+		_, err := waiter.Lock(wctx, "bh")
+		late <- result{err, time.Now()}
+	}()
+
+	select {
+	case <-l.Context().Done():
+		lostAt := time.Now()
+		require.ErrorIs(t, context.Cause(l.Context()), ErrLockLost)
+		require.Less(t, lostAt.Sub(deadline), 100*time.Millisecond, "loss signalled after the local deadline")
+	case <-time.After(2 * lease):
+		t.Fatal("no loss signal")
+	}
+	start := time.Now()
+	require.ErrorIs(t, l.Unlock(ctx), ErrLockLost)
+	require.Less(t, time.Since(start), 50*time.Millisecond, "Unlock of a lost hold needs no round trip")
+
+	for _, w := range []struct {
+		ch       chan result
+		deadline time.Time
+	}{{early, earlyDeadline}, {late, lateDeadline}} {
+		r := <-w.ch
+		require.ErrorIs(t, r.err, context.DeadlineExceeded)
+		require.ErrorIs(t, r.err, ErrNotObtained)
+		require.Less(t, r.at.Sub(w.deadline), 300*time.Millisecond, "waiter returned late")
+	}
+}

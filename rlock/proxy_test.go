@@ -1,0 +1,313 @@
+package rlock
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+// proxy is a loopback TCP proxy between go-redis clients and one Redis
+// server, for the network faults a server cannot produce by itself: a reply
+// lost after its command ran, and a blackhole that keeps sockets open but
+// forwards nothing. It reads RESP2 and RESP3 on both directions, so that it
+// knows which reply answers which command.
+type proxy struct {
+	Addr   string
+	target string
+	ln     net.Listener
+
+	hole      chan struct{} // closed by Blackhole
+	holeOnce  sync.Once
+	stop      chan struct{} // closed by Close
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	rule    *dropRule // armed by DropNextReply, taken by the first match
+	dropped atomic.Int64
+}
+
+// dropRule swallows the reply to the first command it matches.
+type dropRule struct {
+	match func(cmd []string) bool
+	// hangUp closes the connection after swallowing the reply, so the
+	// client reads EOF at once; otherwise the connection stays open and the
+	// client's read times out.
+	hangUp bool
+}
+
+// startProxy listens on a loopback port and forwards to target until the
+// test ends.
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{
+		Addr: ln.Addr().String(), target: target, ln: ln,
+		hole: make(chan struct{}), stop: make(chan struct{}), conns: map[net.Conn]struct{}{},
+	}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// client returns a go-redis client that goes through the proxy, closed at
+// test end: what redistest's Server.Client would be, on the proxy's address.
+func (p *proxy) client(t *testing.T, opts ...func(*redis.Options)) *redis.Client {
+	o := &redis.Options{}
+	if redistest.ACLMode() {
+		o.Username, o.Password = redistest.ACLUser, redistest.ACLPassword
+	}
+	for _, f := range opts {
+		f(o)
+	}
+	o.Addr = p.Addr
+	rdb := redis.NewClient(o)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// DropNextReply arms rule: the reply to the next command it matches never
+// reaches the client, though the server ran the command.
+func (p *proxy) DropNextReply(match func(cmd []string) bool, hangUp bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rule = &dropRule{match: match, hangUp: hangUp}
+}
+
+// Dropped is how many replies have been swallowed.
+func (p *proxy) Dropped() int64 { return p.dropped.Load() }
+
+// Blackhole stops forwarding in both directions, on every connection, now
+// and later; connections stay open and new ones are accepted.
+func (p *proxy) Blackhole() { p.holeOnce.Do(func() { close(p.hole) }) }
+
+// Close closes every connection and waits for the proxy's goroutines.
+func (p *proxy) Close() {
+	p.closeOnce.Do(func() {
+		close(p.stop)
+		_ = p.ln.Close()
+		p.mu.Lock()
+		for c := range p.conns {
+			_ = c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+}
+
+func (p *proxy) accept() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		if !p.track(client, server) {
+			return
+		}
+		q := &replyQueue{}
+		hangUp := func() { _ = client.Close(); _ = server.Close() }
+		p.wg.Go(func() { defer hangUp(); p.forwardCommands(client, server, q) })
+		p.wg.Go(func() { defer hangUp(); p.forwardReplies(server, client, q, hangUp) })
+	}
+}
+
+// track registers the connections for Close; false if closing already.
+func (p *proxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.stop:
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		return false
+	default:
+	}
+	for _, c := range conns {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+// pass blocks while the proxy is blackholed; it reports false when the
+// proxy is closing.
+func (p *proxy) pass() bool {
+	select {
+	case <-p.hole:
+		<-p.stop
+		return false
+	case <-p.stop:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proxy) forwardCommands(client, server net.Conn, q *replyQueue) {
+	r := bufio.NewReader(client)
+	for {
+		raw, cmd, err := readRESP(r)
+		if err != nil {
+			return
+		}
+		// Queued before the command is sent, so before its reply can arrive.
+		q.push(p.take(cmd))
+		if !p.pass() {
+			return
+		}
+		if _, err := server.Write(raw); err != nil {
+			return
+		}
+	}
+}
+
+func (p *proxy) forwardReplies(server, client net.Conn, q *replyQueue, hangUp func()) {
+	r := bufio.NewReader(server)
+	for {
+		raw, _, err := readRESP(r)
+		if err != nil {
+			return
+		}
+		// RESP3 pushes (pub/sub messages) answer no command.
+		if raw[0] != '>' {
+			if rule := q.pop(); rule != nil {
+				p.dropped.Add(1)
+				if rule.hangUp {
+					hangUp()
+					return
+				}
+				continue
+			}
+		}
+		if !p.pass() {
+			return
+		}
+		if _, err := client.Write(raw); err != nil {
+			return
+		}
+	}
+}
+
+// take returns the armed rule if cmd matches it, disarming it.
+func (p *proxy) take(cmd []string) *dropRule {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rule == nil || len(cmd) == 0 || !p.rule.match(cmd) {
+		return nil
+	}
+	r := p.rule
+	p.rule = nil
+	return r
+}
+
+// replyQueue holds, per command sent and not yet answered, the drop rule
+// that claimed its reply (nil for most). On a pub/sub connection the
+// commands and replies do not pair up, but nothing there is ever dropped.
+type replyQueue struct {
+	mu    sync.Mutex
+	rules []*dropRule
+}
+
+func (q *replyQueue) push(r *dropRule) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.rules = append(q.rules, r)
+}
+
+func (q *replyQueue) pop() *dropRule {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.rules) == 0 {
+		return nil
+	}
+	r := q.rules[0]
+	q.rules = q.rules[1:]
+	return r
+}
+
+// readRESP reads one RESP2 or RESP3 value and returns its bytes and, for an
+// array of bulk strings such as a command, the strings (the name lowered).
+func readRESP(r *bufio.Reader) (raw []byte, strs []string, err error) {
+	var buf []byte
+	strs, err = readValue(r, &buf)
+	if len(strs) > 0 {
+		strs[0] = strings.ToLower(strs[0])
+	}
+	return buf, strs, err
+}
+
+func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return nil, err
+	}
+	*buf = append(*buf, line...)
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, fmt.Errorf("proxy: bad RESP line %q", line)
+	}
+	kind, body := line[0], string(line[1:len(line)-2])
+	switch kind {
+	case '+', '-', ':', ',', '#', '(', '_':
+		return nil, nil
+	case '$', '!', '=': // bulk string, bulk error, verbatim string
+		n, err := strconv.Atoi(body)
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		data := make([]byte, n+2)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return nil, err
+		}
+		*buf = append(*buf, data...)
+		return []string{string(data[:n])}, nil
+	case '*', '~', '>', '%', '|': // array, set, push, map, attribute
+		n, err := strconv.Atoi(body)
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		if kind == '%' || kind == '|' {
+			n *= 2
+		}
+		var strs []string
+		for i := 0; i < n; i++ {
+			s, err := readValue(r, buf)
+			if err != nil {
+				return nil, err
+			}
+			strs = append(strs, s...)
+		}
+		if kind == '|' { // attributes come before the value they describe
+			return readValue(r, buf)
+		}
+		return strs, nil
+	}
+	return nil, errors.New("proxy: unknown RESP type " + strconv.Quote(string(kind)))
+}
+
+// isScript matches an EVALSHA or EVAL of one of the baton scripts, told
+// apart by its second key: ":fence" for acquire, ":released" for release.
+func isScript(secondKeySuffix string) func(cmd []string) bool {
+	return func(cmd []string) bool {
+		return (cmd[0] == "evalsha" || cmd[0] == "eval") && len(cmd) > 4 && strings.HasSuffix(cmd[4], secondKeySuffix)
+	}
+}
