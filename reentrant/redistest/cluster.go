@@ -1,0 +1,301 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SlotCount is the number of hash slots of a Redis Cluster.
+const SlotCount = 16384
+
+// clusterTimeout bounds cluster creation, and each slot migration, from the
+// first command until every node agrees on the result.
+const clusterTimeout = 20 * time.Second
+
+// Cluster is a Redis Cluster of masters without replicas, each a Server on a
+// loopback port. Its topology changes only through MigrateSlot, which waits
+// until every node agrees, so any node's view of the slots is the truth.
+type Cluster struct {
+	// Nodes are the masters, in the order of their slot ranges at creation:
+	// Nodes[0] serves the lowest slots.
+	Nodes []*Node
+
+	tb testing.TB
+}
+
+// Node is one master of a Cluster.
+type Node struct {
+	*Server
+	// ID is the node's cluster ID, as CLUSTER MYID reports it.
+	ID string
+
+	admin *redis.Client
+}
+
+// Admin returns a client connected straight to this node (not through the
+// cluster), as the default user. It is shared, and closed at test end.
+func (n *Node) Admin() *redis.Client { return n.admin }
+
+// StartCluster launches n cluster-enabled redis-servers, joins them with
+// redis-cli --cluster create (slots split evenly, no replicas) and waits
+// until every node reports cluster_state:ok and all agree on who serves
+// every slot. The servers stop when the test ends. Like Start, it skips when
+// redis-server or redis-cli is missing, and fails instead under CI.
+func StartCluster(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	cli := binary(tb, "redis-cli")
+	Binary(tb)
+	if n < 3 {
+		tb.Fatalf("redistest: a cluster needs at least 3 masters, got %d", n)
+	}
+	c := &Cluster{tb: tb}
+	create := []string{"--cluster", "create"}
+	for range n {
+		node := startNode(tb)
+		c.Nodes = append(c.Nodes, node)
+		create = append(create, node.Addr)
+	}
+	create = append(create, "--cluster-replicas", "0", "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, cli, create...).CombinedOutput(); err != nil {
+		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, node := range c.Nodes {
+		id, err := node.admin.ClusterMyID(ctx).Result()
+		if err != nil {
+			tb.Fatalf("redistest: CLUSTER MYID on %s: %v", node.Addr, err)
+		}
+		node.ID = id
+	}
+	c.awaitAgreement(ctx, tb, func(slots []*Node) error {
+		if i := slices.Index(slots, nil); i >= 0 {
+			return fmt.Errorf("slot %d is not served", i)
+		}
+		return nil
+	})
+	return c
+}
+
+func startNode(tb testing.TB) *Node {
+	tb.Helper()
+	busPort, err := FreePort()
+	if err != nil {
+		tb.Fatalf("redistest: free port: %v", err)
+	}
+	// The bus port is given explicitly: the default, port+10000, may be
+	// taken or beyond 65535.
+	srv := Start(tb,
+		"--cluster-enabled", "yes",
+		"--cluster-config-file", filepath.Join(tb.TempDir(), "nodes.conf"),
+		"--cluster-node-timeout", "2000",
+		"--cluster-port", strconv.Itoa(busPort),
+	)
+	node := &Node{Server: srv, admin: redis.NewClient(&redis.Options{Addr: srv.Addr})}
+	tb.Cleanup(func() { _ = node.admin.Close() })
+	return node
+}
+
+// ClusterClient returns a new cluster client, closed at test end. Options
+// may adjust the defaults; Addrs, the seeds it learns the topology from,
+// defaults to every node.
+func (c *Cluster) ClusterClient(opts ...func(*redis.ClusterOptions)) *redis.ClusterClient {
+	o := &redis.ClusterOptions{}
+	for _, f := range opts {
+		f(o)
+	}
+	if len(o.Addrs) == 0 {
+		o.Addrs = c.Addrs()
+	}
+	rdb := redis.NewClusterClient(o)
+	c.tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// Addrs returns the address of every node.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
+}
+
+// Owner returns the node that serves slot.
+func (c *Cluster) Owner(tb testing.TB, slot int) *Node {
+	tb.Helper()
+	owners, err := c.slotOwners(context.Background(), c.Nodes[0])
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	return owners[slot]
+}
+
+// TagOn returns prefix followed by the first number for which the string,
+// used as a hash tag ("{" + tag + "}"), lands in a slot that node serves.
+func (c *Cluster) TagOn(tb testing.TB, node *Node, prefix string) string {
+	tb.Helper()
+	owners, err := c.slotOwners(context.Background(), c.Nodes[0])
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	for i := 0; ; i++ {
+		tag := prefix + strconv.Itoa(i)
+		if owners[KeySlot(tag)] == node {
+			return tag
+		}
+	}
+}
+
+// MigrateSlot moves slot, with its keys, from the node serving it to the
+// node to, the way redis-cli --cluster reshard does: mark it importing on
+// the target and migrating on the source, MIGRATE its keys, then assign it
+// to the target on every node. It returns once every node agrees.
+func (c *Cluster) MigrateSlot(tb testing.TB, slot int, to *Node) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	from := c.Owner(tb, slot)
+	if from == to {
+		tb.Fatalf("redistest: slot %d is already served by %s", slot, to.Addr)
+	}
+	must := func(node *Node, args ...any) {
+		tb.Helper()
+		if err := node.admin.Do(ctx, args...).Err(); err != nil {
+			tb.Fatalf("redistest: %v on %s: %v", args, node.Addr, err)
+		}
+	}
+	// Importing before migrating: a client redirected by ASK must find the
+	// target ready.
+	must(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID)
+	must(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID)
+	for {
+		keys, err := from.admin.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil {
+			tb.Fatalf("redistest: CLUSTER GETKEYSINSLOT %d on %s: %v", slot, from.Addr, err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must(from, args...)
+	}
+	// The target first, so that once the source redirects, the target
+	// accepts; then the source, then the bystanders.
+	must(to, "CLUSTER", "SETSLOT", slot, "NODE", to.ID)
+	must(from, "CLUSTER", "SETSLOT", slot, "NODE", to.ID)
+	for _, node := range c.Nodes {
+		if node != to && node != from {
+			must(node, "CLUSTER", "SETSLOT", slot, "NODE", to.ID)
+		}
+	}
+	c.awaitAgreement(ctx, tb, func(slots []*Node) error {
+		if slots[slot] != to {
+			return fmt.Errorf("slot %d is not yet served by %s", slot, to.Addr)
+		}
+		return nil
+	})
+}
+
+// awaitAgreement polls until every node reports cluster_state:ok, every
+// node maps every slot to the same node, and check accepts that mapping.
+func (c *Cluster) awaitAgreement(ctx context.Context, tb testing.TB, check func(slots []*Node) error) {
+	tb.Helper()
+	var last error
+	for {
+		if last = c.agreement(ctx, check); last == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("redistest: cluster not settled within %v: %v", clusterTimeout, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) agreement(ctx context.Context, check func(slots []*Node) error) error {
+	var first []*Node
+	for _, node := range c.Nodes {
+		info, err := node.admin.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("CLUSTER INFO on %s: %w", node.Addr, err)
+		}
+		if !strings.Contains(info, "cluster_state:ok") {
+			return fmt.Errorf("%s: cluster_state is not ok", node.Addr)
+		}
+		owners, err := c.slotOwners(ctx, node)
+		if err != nil {
+			return err
+		}
+		if first == nil {
+			first = owners
+		} else if !slices.Equal(first, owners) {
+			return fmt.Errorf("%s and %s disagree on the slots", c.Nodes[0].Addr, node.Addr)
+		}
+	}
+	return check(first)
+}
+
+// slotOwners maps each slot to the node that serves it in node's view; nil
+// where that view has no master for it.
+func (c *Cluster) slotOwners(ctx context.Context, node *Node) ([]*Node, error) {
+	ranges, err := node.admin.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER SLOTS on %s: %w", node.Addr, err)
+	}
+	owners := make([]*Node, SlotCount)
+	for _, r := range ranges {
+		if len(r.Nodes) == 0 {
+			continue
+		}
+		var master *Node
+		for _, n := range c.Nodes {
+			if n.Addr == r.Nodes[0].Addr {
+				master = n
+			}
+		}
+		if master == nil {
+			return nil, fmt.Errorf("%s names an unknown master %s", node.Addr, r.Nodes[0].Addr)
+		}
+		for s := r.Start; s <= r.End && s < SlotCount; s++ {
+			owners[s] = master
+		}
+	}
+	return owners, nil
+}
+
+// KeySlot is the cluster slot of key: CRC16 (XMODEM) of its hash tag, the
+// part between the first '{' and the next '}' when that is not empty, or of
+// the whole key, modulo SlotCount. It is what CLUSTER KEYSLOT returns.
+func KeySlot(key string) int {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			key = key[s+1 : s+1+e]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % SlotCount
+}

@@ -1,0 +1,56 @@
+package redistest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCluster(t *testing.T) {
+	cl := StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ids := map[string]bool{}
+	for _, n := range cl.Nodes {
+		require.NotEmpty(t, n.ID)
+		ids[n.ID] = true
+	}
+	require.Len(t, ids, 3, "distinct node IDs")
+
+	// KeySlot is what the server computes, hash tags included.
+	for _, key := range []string{"123456789", "{user1000}.following", "foo{}{bar}", "{}x", "a{b}c", "x{", ""} {
+		want, err := cl.Nodes[0].Admin().ClusterKeySlot(ctx, key).Result()
+		require.NoError(t, err)
+		require.EqualValues(t, want, KeySlot(key), "%q", key)
+	}
+
+	// The cluster client writes each key on the node TagOn picked for it.
+	rdb := cl.ClusterClient()
+	for _, n := range cl.Nodes {
+		key := "{" + cl.TagOn(t, n, "k") + "}"
+		require.NoError(t, rdb.Set(ctx, key, n.Addr, 0).Err())
+		got, err := n.Admin().Get(ctx, key).Result()
+		require.NoError(t, err, "the key is on %s itself", n.Addr)
+		require.Equal(t, n.Addr, got)
+	}
+
+	// MigrateSlot moves the slot and its keys, TTL included.
+	from, to := cl.Nodes[0], cl.Nodes[1]
+	tag := cl.TagOn(t, from, "m")
+	slot := KeySlot(tag)
+	for _, k := range []string{"{" + tag + "}a", "{" + tag + "}b"} {
+		require.NoError(t, rdb.Set(ctx, k, "v", time.Minute).Err())
+	}
+	cl.MigrateSlot(t, slot, to)
+	require.Same(t, to, cl.Owner(t, slot))
+	n, err := to.Admin().Exists(ctx, "{"+tag+"}a", "{"+tag+"}b").Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "the keys moved")
+	require.Positive(t, to.Admin().PTTL(ctx, "{"+tag+"}a").Val(), "with their TTL")
+	require.ErrorContains(t, from.Admin().Get(ctx, "{"+tag+"}a").Err(), "MOVED", "the source redirects")
+	got, err := rdb.Get(ctx, "{"+tag+"}b").Result()
+	require.NoError(t, err, "the cluster client follows the redirect")
+	require.Equal(t, "v", got)
+}
