@@ -63,23 +63,35 @@ func TestWakeAtTTLWhenNoPublishArrives(t *testing.T) {
 	_, err := holder.Lock(ctx, "np", WithLease(lease))
 	require.NoError(t, err)
 
-	start := time.Now()
-	done := make(chan time.Duration, 1)
-	go func() {
-		l, err := waiter.Lock(ctx, "np")
-		if assertNoError(t, err) {
-			done <- time.Since(start)
-			assertNoError(t, l.Unlock(ctx))
-		}
-	}()
+	got := lockInBackground(ctx, waiter, "np")
 	waitForSubscribers(t, srv, "baton:{np}:released", 1)
 	require.NoError(t, rdb.Del(ctx, lockKey("np")).Err()) // no PUBLISH
 	select {
-	case took := <-done:
-		require.Less(t, took, lease+fast, "waited longer than the holder's TTL")
+	case r := <-got:
+		require.NoError(t, r.err)
+		require.Less(t, r.took, lease+fast, "waited longer than the holder's TTL")
+		require.NoError(t, r.lock.Unlock(ctx))
 	case <-time.After(lease + 2*fast):
 		t.Fatal("waiter never acquired")
 	}
+}
+
+type acquired struct {
+	lock *Lock
+	took time.Duration
+	err  error
+}
+
+// lockInBackground calls Lock on another goroutine and reports the result
+// and how long it took; the test unlocks, so nothing runs after it ends.
+func lockInBackground(ctx context.Context, c *Client, name string) <-chan acquired {
+	got := make(chan acquired, 1)
+	start := time.Now()
+	go func() {
+		l, err := c.Lock(ctx, name)
+		got <- acquired{lock: l, took: time.Since(start), err: err}
+	}()
+	return got
 }
 
 // Killing the shared pub/sub connection mid-wait loses any message sent in
@@ -92,21 +104,15 @@ func TestPubSubConnectionKilledMidWait(t *testing.T) {
 	l, err := holder.Lock(ctx, "k", WithLease(longLease))
 	require.NoError(t, err)
 
-	start := time.Now()
-	done := make(chan time.Duration, 1)
-	go func() {
-		got, err := waiter.Lock(ctx, "k")
-		if assertNoError(t, err) {
-			done <- time.Since(start)
-			assertNoError(t, got.Unlock(ctx))
-		}
-	}()
+	got := lockInBackground(ctx, waiter, "k")
 	waitForSubscribers(t, srv, "baton:{k}:released", 1)
 	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
 	require.NoError(t, l.Unlock(ctx)) // likely published into the gap
 	select {
-	case took := <-done:
-		require.Less(t, took, fast, "waited for the TTL")
+	case r := <-got:
+		require.NoError(t, r.err)
+		require.Less(t, r.took, fast, "waited for the TTL")
+		require.NoError(t, r.lock.Unlock(ctx))
 	case <-time.After(longLease / 2):
 		t.Fatal("waiter was not woken after the pub/sub connection died")
 	}
