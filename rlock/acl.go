@@ -19,7 +19,7 @@ package rlock
 const (
 	// ACLRules is what a client on a single Redis node needs.
 	ACLRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
-		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +incr +pexpire +pttl +publish " +
+		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time +publish " +
 		"~baton:* &baton:*"
 
 	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
@@ -30,6 +30,6 @@ const (
 	// the migration ends). With WithClassicPubSub, use ACLRules plus
 	// +cluster|slots +command +asking.
 	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command +asking " +
-		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +incr +pexpire +pttl +spublish " +
+		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time +spublish " +
 		"~baton:* &baton:*"
 )

@@ -6,8 +6,8 @@
 -- ARGV[4] '1' when the owner ID was made for this one call
 -- Returns {1, holdCount, token} when ARGV[1] holds the lock after the call,
 --         {0, pttl} when another owner holds it.
--- Tokens are around 1.7e15 (see the seed below): Lua numbers hold them
--- exactly, but '..' would print them as floats, so they are formatted
+-- Tokens are around 1.7e15 (microseconds, see below): Lua numbers hold
+-- them exactly, but '..' would print them as floats, so they are formatted
 -- with %d.
 local count = redis.call('hget', KEYS[1], ARGV[1])
 if count then
@@ -38,16 +38,15 @@ if pttl ~= -2 then
 end
 redis.call('hset', KEYS[1], ARGV[1], 1)
 redis.call('pexpire', KEYS[1], ARGV[2])
-local token = redis.call('incr', KEYS[2])
-if token == 1 then
-  -- No counter: a new lock, or a Redis that restarted without its data.
-  -- Seed it from the server clock in microseconds, so tokens keep rising
-  -- across such a restart (built as a string: exact, no float formatting).
-  local now = redis.call('time')
-  local seed = now[1] .. string.format('%06d', tonumber(now[2]))
-  redis.call('set', KEYS[2], seed)
-  token = tonumber(seed)
-end
+-- The token is the larger of the counter's next value and the server clock
+-- in microseconds. It rises on every new hold even if the clock steps back,
+-- and it stays above every earlier token when the counter was lost (a
+-- restart without persistence) or fell behind (a failover that lost the
+-- last increments), as long as the servers' clocks agree within the outage.
+local now = redis.call('time')
+local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
+local token = math.max(tonumber(redis.call('get', KEYS[2]) or 0) + 1, clock)
+redis.call('set', KEYS[2], string.format('%d', token))
 if ARGV[4] ~= '1' then
   redis.call('set', KEYS[3], string.format('1:%d', token), 'px', ARGV[3])
 end

@@ -24,7 +24,7 @@ const (
 // default key prefix. redistest imports nothing from baton, so this is a
 // copy of rlock.ACLRules; a test in rlock checks that they are equal.
 const ACLRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
-	"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +incr +pexpire +pttl +publish " +
+	"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time +publish " +
 	"~baton:* &baton:*"
 
 // ACLMode reports whether ACLEnv asks for the least-privilege user.
