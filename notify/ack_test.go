@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,7 +10,7 @@ import (
 
 // The replies to SUBSCRIBE, UNSUBSCRIBE, SUBSCRIBE of one channel arrive in
 // that order; only the last confirms, and an unasked UNSUBSCRIBE of a
-// referenced channel asks for a reconnect.
+// referenced channel moves it, once.
 func TestAckConfirmsOnlyTheLastSubscribe(t *testing.T) {
 	h := newHub(backend{}, 0)
 	defer h.Close()
@@ -19,18 +21,58 @@ func TestAckConfirmsOnlyTheLastSubscribe(t *testing.T) {
 	c.count("ch", pending{unsubs: 1})
 	c.count("ch", pending{subs: 1})
 
-	require.True(t, h.ack(c, "subscribe", "ch"))
+	require.Nil(t, h.ack(c, "subscribe", "ch"))
 	require.False(t, e.confirmed, "the first reply answers the dropped reference")
-	require.True(t, h.ack(c, "unsubscribe", "ch"))
+	require.Nil(t, h.ack(c, "unsubscribe", "ch"))
 	require.False(t, e.confirmed)
-	require.True(t, h.ack(c, "subscribe", "ch"))
+	require.Nil(t, h.ack(c, "subscribe", "ch"))
 	require.True(t, e.confirmed)
 	require.Empty(t, c.sent)
 
-	require.False(t, h.ack(c, "sunsubscribe", "ch"), "the server dropped a referenced channel")
-	require.True(t, h.ack(c, "sunsubscribe", "gone"), "nobody references it")
-	require.True(t, h.ack(c, "ssubscribe", "unasked"))
+	require.Same(t, e, h.ack(c, "sunsubscribe", "ch"), "the server dropped a referenced channel")
+	require.True(t, e.moving)
+	require.False(t, e.confirmed, "lost until subscribed on the new master")
+	require.Nil(t, h.ack(c, "sunsubscribe", "ch"), "already moving")
+	require.Nil(t, h.ack(c, "sunsubscribe", "gone"), "nobody references it")
+	require.Nil(t, h.ack(c, "ssubscribe", "unasked"))
 }
+
+// A MOVED reply moves every entry of its slot on that connection, once, and
+// drops the commands still unanswered there; other slots stay.
+func TestMovedReplyMovesItsSlot(t *testing.T) {
+	h := newHub(backend{}, 0)
+	defer h.Close()
+	c := &conn{hub: h, sent: map[string]pending{}}
+	same, other := "{a}1", "{b}1"
+	require.NotEqual(t, slotOf(same), slotOf(other))
+	entries := map[string]*entry{}
+	for _, ch := range []string{same, "{a}2", other} {
+		e := &entry{channel: ch, conn: c, refs: 1, ready: make(chan struct{})}
+		e.confirm()
+		h.entries[ch], entries[ch] = e, e
+	}
+	c.count("{a}3", pending{subs: 1})
+	c.count(other, pending{unsubs: 1})
+
+	slot, ok := movedSlot(redisError("MOVED " + strconv.Itoa(slotOf(same)) + " 127.0.0.1:7001"))
+	require.True(t, ok)
+	require.ElementsMatch(t, []*entry{entries[same], entries["{a}2"]}, h.slotMoved(c, slot))
+	require.Equal(t, map[string]pending{other: {unsubs: 1}}, c.sent)
+	require.False(t, entries[same].confirmed)
+	require.True(t, entries[other].confirmed)
+	require.Empty(t, h.slotMoved(c, slot), "a move is under way")
+
+	_, ok = movedSlot(redisError("ASK 1 127.0.0.1:7001"))
+	require.False(t, ok)
+	_, ok = movedSlot(errors.New("MOVED 1 127.0.0.1:7001"))
+	require.False(t, ok, "not a reply from the server")
+}
+
+// redisError is an error reply as go-redis returns it.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
 
 // After a lost subscription is confirmed again, every waiter wakes and the
 // references not waiting get a permit each.

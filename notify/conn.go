@@ -21,7 +21,9 @@ const (
 // Channel: that one hides errors and resubscribes by itself, which would lose
 // the moment to wake waiters, and on a cluster it resends all shard channels
 // in one SSUBSCRIBE, which fails with CROSSSLOT when they span slots. Any
-// error therefore closes the PubSub and the reader builds a new one.
+// error therefore closes the PubSub and the reader builds a new one, except
+// a MOVED reply: that one concerns the channels of one slot, which move to
+// their new master while the others stay (see reroute).
 type conn struct {
 	hub *Hub
 	key string // routing key; "" unless routed per cluster master
@@ -79,8 +81,8 @@ func (c *conn) receive() {
 		switch {
 		case err == nil:
 			pinged = false
-			if !h.dispatch(c, msg) {
-				return
+			if e := h.dispatch(c, msg); e != nil {
+				h.reroute(c, e)
 			}
 		case !pinged && isTimeout(err):
 			// Idle for an interval: the PING must be answered within the next.
@@ -89,7 +91,12 @@ func (c *conn) receive() {
 				return
 			}
 		default:
-			return
+			slot, moved := movedSlot(err)
+			if !moved {
+				return
+			}
+			pinged = false // a reply is proof of life too
+			h.reroute(c, h.slotMoved(c, slot)...)
 		}
 	}
 }
@@ -99,9 +106,9 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// dispatch applies one reply read from c. It reports false when c must be
-// replaced.
-func (h *Hub) dispatch(c *conn, msg any) bool {
+// dispatch applies one reply read from c. It returns the entry that must
+// move to another connection, if the reply says so.
+func (h *Hub) dispatch(c *conn, msg any) *entry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch m := msg.(type) {
@@ -112,27 +119,28 @@ func (h *Hub) dispatch(c *conn, msg any) bool {
 	case *redis.Subscription:
 		return h.ack(c, m.Kind, m.Channel)
 	}
-	return true // *redis.Pong: proof of life is all it carries
+	return nil // *redis.Pong: proof of life is all it carries
 }
 
-// ack applies a subscribe or unsubscribe reply. It reports false when c must
-// be replaced.
+// ack applies a subscribe or unsubscribe reply. It returns the entry that
+// must move to another connection, if any.
 //
 // Replies come in the order the commands were sent, and c.sent counts the
 // commands still unanswered. An entry is confirmed only by the reply to the
 // last SUBSCRIBE sent for it: after SUBSCRIBE, UNSUBSCRIBE, SUBSCRIBE of one
 // channel, the first reply must not confirm the second reference, because
 // the UNSUBSCRIBE still opens a gap after it. An UNSUBSCRIBE reply that no
-// sent command accounts for is the server dropping the channel (its cluster
-// slot moved); if the channel is still referenced the connection is replaced,
-// which routes it afresh and wakes its waiters once confirmed again.
-func (h *Hub) ack(c *conn, kind, channel string) bool {
+// sent command accounts for is the server dropping the channel: its cluster
+// slot went to another master (migration, failover). If the channel is still
+// referenced it must move there, and its waiters are woken once it is
+// confirmed again, since releases published meanwhile reached nobody.
+func (h *Hub) ack(c *conn, kind, channel string) *entry {
 	p := c.sent[channel]
 	e := h.served(c, channel)
 	switch kind {
 	case "subscribe", "ssubscribe":
 		if p.subs == 0 {
-			return true
+			return nil
 		}
 		c.count(channel, pending{subs: -1})
 		if p.subs == 1 && e != nil {
@@ -140,11 +148,14 @@ func (h *Hub) ack(c *conn, kind, channel string) bool {
 		}
 	case "unsubscribe", "sunsubscribe":
 		if p.unsubs == 0 {
-			return e == nil
+			if e != nil && e.move() {
+				return e
+			}
+			return nil
 		}
 		c.count(channel, pending{unsubs: -1})
 	}
-	return true
+	return nil
 }
 
 // recycle gives c a new PubSub and subscribes again every channel c served,
@@ -176,7 +187,8 @@ func (c *conn) recycle() bool {
 func (h *Hub) detach(c *conn) (lost []*entry, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
+	// A connection retired after its channels moved away has no successor.
+	if h.closed || h.conns[c.key] != c {
 		return nil, false
 	}
 	for _, e := range h.entries {
@@ -185,7 +197,7 @@ func (h *Hub) detach(c *conn) (lost []*entry, ok bool) {
 			lost = append(lost, e)
 		}
 	}
-	c.ps = h.be.open(h.life) // no I/O until the first subscribe
+	c.ps = h.be.open(h.life, c.key) // no I/O until the first subscribe
 	c.sent = map[string]pending{}
 	return lost, true
 }
@@ -201,7 +213,9 @@ func (h *Hub) keepIfServing(c *conn) bool {
 			return true
 		}
 	}
-	delete(h.conns, c.key)
+	if h.conns[c.key] == c {
+		delete(h.conns, c.key)
+	}
 	_ = c.ps.Close()
 	return false
 }

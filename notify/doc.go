@@ -7,7 +7,7 @@
 // health-checked with PING while idle, replaced when they fail, and closed only
 // by Hub.Close. The hub owns reference counting per channel, the wake-up
 // permits of its waiters, reconnection and, on a cluster, routing a shard
-// channel to the master that serves its slot.
+// channel to the master that serves its slot, again whenever the slot moves.
 //
 // It knows nothing about locks: no lock names, no scripts, no payload
 // meaning. A message is a wake-up and nothing more; what the woken goroutine
@@ -23,6 +23,11 @@
 //   - Messages published while a connection was down are lost, so once the
 //     subscription is confirmed again every waiter on the channel is woken,
 //     and every reference not waiting gets a permit.
+//   - When a cluster slot moves, the old master drops its shard channels
+//     (an unsolicited SUNSUBSCRIBE) and answers MOVED to commands on them.
+//     Only the channels of that slot move: each is subscribed again on the
+//     new master, and then woken as after a reconnect. The connection and
+//     its other channels are left alone.
 //   - The commands on the wire are in the order of the reference-count
 //     transitions that caused them; the first reference subscribes and the
 //     last one unsubscribes.

@@ -201,10 +201,11 @@ func (h *Hub) subscribeVia(e *entry, key string) {
 	c := h.conns[key]
 	fresh := c == nil
 	if fresh {
-		c = &conn{hub: h, key: key, ps: h.be.open(h.life), sent: map[string]pending{}}
+		c = &conn{hub: h, key: key, ps: h.be.open(h.life, key), sent: map[string]pending{}}
 		h.conns[key] = c
 	}
 	e.conn = c
+	e.moving = false
 	h.entries[e.channel] = e
 	c.count(e.channel, pending{subs: 1})
 	h.mu.Unlock()

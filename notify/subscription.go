@@ -105,6 +105,9 @@ type entry struct {
 	// wakeAll is set when a confirmed subscription was lost: messages may have
 	// been missed, so its next confirmation wakes everybody.
 	wakeAll bool
+	// moving is set while the server no longer serves the channel on conn
+	// (its slot moved) and it waits to be subscribed on the new master.
+	moving  bool
 	permits int             // wake-ups kept for the next Wait calls, at most refs
 	waiters []chan struct{} // first in, first woken; each buffered by one
 }
@@ -149,6 +152,17 @@ func (e *entry) lose() {
 		e.wakeAll = true
 		e.ready = make(chan struct{})
 	}
+}
+
+// move records that the server dropped the subscription because the slot
+// went to another master. It reports false when a move is already under way.
+func (e *entry) move() bool {
+	if e.moving {
+		return false
+	}
+	e.lose()
+	e.moving = true
+	return true
 }
 
 func (e *entry) unref() {

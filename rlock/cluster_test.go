@@ -1,0 +1,352 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+// TestOnCluster runs the lock against a real three-master Redis Cluster. The
+// subtests share one cluster, because creating one takes seconds; the slot
+// migration runs last, and every subtest looks up who serves its slots.
+func TestOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	t.Run("ScriptsStaySingleSlot", func(t *testing.T) { testScriptsStaySingleSlot(t, cl) })
+	t.Run("MutualExclusionSharded", func(t *testing.T) { testClusterMutualExclusion(t, cl, "spublish") })
+	t.Run("MutualExclusionClassic", func(t *testing.T) {
+		testClusterMutualExclusion(t, cl, "publish", WithClassicPubSub())
+	})
+	t.Run("ReentrancyAndWakeOnAnotherShard", func(t *testing.T) { testReentrancyOnAnotherShard(t, cl) })
+	t.Run("WatchdogRenewsOnEveryShard", func(t *testing.T) { testWatchdogOnEveryShard(t, cl) })
+	t.Run("SlotMigrationMidWait", func(t *testing.T) { testSlotMigrationMidWait(t, cl) })
+}
+
+// clusterClient is a Client on a cluster connection pool of its own, like a
+// separate process would have.
+func clusterClient(t *testing.T, rdb *redis.ClusterClient, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(rdb, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// namePerShard returns one lock name served by each node, in node order.
+func namePerShard(t *testing.T, cl *redistest.Cluster, prefix string) []string {
+	t.Helper()
+	names := make([]string, len(cl.Nodes))
+	for i, n := range cl.Nodes {
+		// The lock's keys carry the name as their hash tag.
+		names[i] = cl.TagOn(t, n, prefix)
+	}
+	return names
+}
+
+// Every script touches the keys of one lock only, all tagged with its name,
+// so on a cluster none may fail with CROSSSLOT, whichever shard serves it.
+func testScriptsStaySingleSlot(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t)
+	c, other := clusterClient(t, cl.ClusterClient()), clusterClient(t, cl.ClusterClient())
+	before := readStats(t, cl)
+	for i := range 60 {
+		name := fmt.Sprintf("slot-%d", i)
+		outer, err := c.Lock(ctx, name)
+		require.NoError(t, err)
+		inner, err := c.Lock(outer.Context(), name) // re-entry
+		require.NoError(t, err)
+		_, err = other.TryLock(ctx, name) // the "held" reply, with its PTTL
+		require.ErrorIs(t, err, ErrNotObtained)
+		st, err := other.Inspect(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{outer.Owner(): 2}, st.Holders)
+		require.NoError(t, inner.Unlock(ctx)) // partial release
+		require.NoError(t, outer.Unlock(ctx)) // release and SPUBLISH
+		fixed, err := c.Lock(ctx, name, WithLease(time.Minute))
+		require.NoError(t, err)
+		forced, err := other.ForceUnlock(ctx, name)
+		require.NoError(t, err)
+		require.True(t, forced)
+		require.ErrorIs(t, fixed.Unlock(ctx), ErrNotHeld, "force-unlocked by another client")
+	}
+	for i, after := range readStats(t, cl) {
+		d := after.Sub(before[i])
+		addr := cl.Nodes[i].Addr
+		require.Positive(t, d["evalsha"]+d["eval"], "node %s ran scripts: the names spread over every shard", addr)
+		require.Positive(t, d["spublish"], "node %s published its own releases", addr)
+		require.Zero(t, d["publish"], "sharded mode never broadcasts")
+	}
+}
+
+// readStats reads the command counters of every node.
+func readStats(t *testing.T, cl *redistest.Cluster) []redistest.CommandStats {
+	t.Helper()
+	stats := make([]redistest.CommandStats, len(cl.Nodes))
+	for i, n := range cl.Nodes {
+		var err error
+		stats[i], err = redistest.ReadCommandStats(testCtx(t), n.Admin())
+		require.NoError(t, err)
+	}
+	return stats
+}
+
+// The mutual-exclusion counter of TestMutualExclusion, with one lock and one
+// counter on each shard, so every shard's pub/sub connection must work.
+// Releases must publish with publish ("publish" or "spublish") only.
+func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, publish string, opts ...Option) {
+	ctx := testCtx(t)
+	rdb := cl.ClusterClient()
+	names := namePerShard(t, cl, "mx-"+publish+"-")
+	before := readStats(t, cl)
+	const clients, perClient, perName = 3, 4, 250
+	var occupancy, maxOccupancy [3]atomic.Int64
+	var next, slowest atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		c := clusterClient(t, cl.ClusterClient(), opts...)
+		for range perClient {
+			wg.Go(func() {
+				for {
+					i := next.Add(1) - 1
+					if i >= perName*int64(len(names)) {
+						return
+					}
+					s := i % int64(len(names))
+					start := time.Now()
+					l, err := c.Lock(ctx, names[s])
+					if !assertNoError(t, err) {
+						return
+					}
+					if took := time.Since(start); int64(took) > slowest.Load() {
+						slowest.Store(int64(took))
+					}
+					if n := occupancy[s].Add(1); n > maxOccupancy[s].Load() {
+						maxOccupancy[s].Store(n)
+					}
+					counter := "count:{" + names[s] + "}"
+					v, _ := rdb.Get(ctx, counter).Int()
+					err = rdb.Set(ctx, counter, v+1, 0).Err()
+					occupancy[s].Add(-1)
+					assertNoError(t, err)
+					assertNoError(t, l.Unlock(ctx))
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for s, name := range names {
+		got, err := rdb.Get(ctx, "count:{"+name+"}").Int()
+		require.NoError(t, err)
+		require.Equal(t, perName, got, "lost updates on %s", name)
+		require.EqualValues(t, 1, maxOccupancy[s].Load(), "two holders of %s at once", name)
+		require.Zero(t, rdb.Exists(ctx, lockKey(name)).Val())
+	}
+	// A release that woke nobody leaves its waiter to sleep out the
+	// holder's 30s watchdog lease.
+	require.Less(t, time.Duration(slowest.Load()), 10*time.Second, "a wake-up was lost")
+	other := map[string]string{"publish": "spublish", "spublish": "publish"}[publish]
+	for i, after := range readStats(t, cl) {
+		d := after.Sub(before[i])
+		require.Positive(t, d[publish], "releases on %s use %s", cl.Nodes[i].Addr, publish)
+		require.Zero(t, d[other], "and never %s", other)
+	}
+}
+
+// The lock lives on a shard other than the one the clients learn the
+// topology from; re-entry works there, and the waiter is woken by the
+// SPUBLISH of the last release, long before the holder's lease ends.
+func testReentrancyOnAnotherShard(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t)
+	seed, home := cl.Nodes[0], cl.Nodes[2]
+	seeded := func(o *redis.ClusterOptions) { o.Addrs = []string{seed.Addr} }
+	holder := clusterClient(t, cl.ClusterClient(seeded))
+	waiter := clusterClient(t, cl.ClusterClient(seeded))
+	name := cl.TagOn(t, home, "re-")
+	channel := lockKey(name) + ":released"
+
+	l1, err := holder.Lock(ctx, name, WithLease(longLease))
+	require.NoError(t, err)
+	l2, err := holder.Lock(l1.Context(), name, WithLease(longLease))
+	require.NoError(t, err)
+	l3, err := holder.Lock(l2.Context(), name, WithLease(longLease))
+	require.NoError(t, err)
+	require.Equal(t, l1.Token(), l3.Token(), "re-entry keeps the token")
+	held, err := home.Admin().HGet(ctx, lockKey(name), l1.Owner()).Int()
+	require.NoError(t, err, "the lock is on its own shard")
+	require.Equal(t, 3, held)
+
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := waiter.Lock(ctx, name)
+		assertNoError(t, err)
+		got <- l
+	}()
+	require.Eventually(t, func() bool {
+		return home.Admin().PubSubShardNumSub(ctx, channel).Val()[channel] == 1
+	}, 5*time.Second, 5*time.Millisecond, "the waiter subscribes on the lock's shard")
+	for _, l := range []*Lock{l3, l2} {
+		require.NoError(t, l.Unlock(ctx))
+		select {
+		case <-got:
+			t.Fatal("the waiter got in before the last Unlock")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	released := time.Now()
+	require.NoError(t, l1.Unlock(ctx))
+	select {
+	case l := <-got:
+		require.Less(t, time.Since(released), fast)
+		require.Greater(t, l.Token(), l1.Token())
+		require.NoError(t, l.Unlock(ctx))
+	case <-time.After(fast):
+		t.Fatalf("the waiter was not woken within %v; the holder's lease was %v", fast, longLease)
+	}
+}
+
+// pipelineCounter records, per node, the size of every pipeline sent to it.
+type pipelineCounter struct {
+	mu    sync.Mutex
+	sizes map[string][]int
+}
+
+func countPipelines(rdb *redis.ClusterClient) *pipelineCounter {
+	pc := &pipelineCounter{sizes: map[string][]int{}}
+	rdb.OnNewNode(func(node *redis.Client) {
+		node.AddHook(pipelineHook{pc: pc, addr: node.Options().Addr})
+	})
+	return pc
+}
+
+func (pc *pipelineCounter) take() map[string][]int {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	s := pc.sizes
+	pc.sizes = map[string][]int{}
+	return s
+}
+
+type pipelineHook struct {
+	pc   *pipelineCounter
+	addr string
+}
+
+func (h pipelineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pc.mu.Lock()
+		h.pc.sizes[h.addr] = append(h.pc.sizes[h.addr], len(cmds))
+		h.pc.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// A client holding locks on all three shards keeps them over several short
+// leases, and each renewal round sends one pipeline per node, carrying every
+// hold on that node.
+func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t)
+	rdb := cl.ClusterClient()
+	pipelines := countPipelines(rdb)
+	// Longer than shortLease: a renewal round here is three pipelines to
+	// three servers, and a busy machine must not stall them past the lease.
+	const lease = 900 * time.Millisecond
+	c := clusterClient(t, rdb, WithWatchdogLease(lease))
+	const perShard = 4
+	var locks []*Lock
+	for _, prefix := range []string{"wa-", "wb-", "wc-", "wd-"}[:perShard] {
+		for _, name := range namePerShard(t, cl, prefix) {
+			l, err := c.Lock(ctx, name)
+			require.NoError(t, err)
+			locks = append(locks, l)
+		}
+	}
+	// Leases taken a few ms apart may fall in different first rounds; from
+	// the second tick on they are renewed together.
+	time.Sleep(2 * lease / 3)
+	pipelines.take()
+	callsBefore := c.wd.Stats().RenewCalls
+
+	admin := cl.ClusterClient()
+	minTTL := lease
+	for end := time.Now().Add(4 * lease); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		for _, l := range locks {
+			ttl, err := admin.PTTL(ctx, lockKey(l.Name())).Result()
+			require.NoError(t, err)
+			require.Positive(t, ttl, "%s expired while held", l.Name())
+			require.NoError(t, l.Context().Err(), "%s was lost", l.Name())
+			minTTL = min(minTTL, ttl)
+		}
+	}
+	t.Logf("lowest PTTL over 4 leases: %v (lease %v); %+v", minTTL, lease, c.wd.Stats())
+	sizes, calls := pipelines.take(), c.wd.Stats().RenewCalls-callsBefore
+	require.GreaterOrEqual(t, calls, uint64(8), "4 leases are 12 ticks")
+	require.Len(t, sizes, len(cl.Nodes), "every node got renewals")
+	for addr, s := range sizes {
+		// A round in flight at either end of the window may be counted on
+		// one side only.
+		require.InDelta(t, calls, len(s), 1, "one pipeline per renewal round on %s", addr)
+		for _, n := range s {
+			require.Equal(t, perShard, n, "every pipeline to %s carries all its holds: %v", addr, s)
+		}
+	}
+	for _, l := range locks {
+		require.NoError(t, l.Unlock(ctx))
+	}
+	require.Zero(t, c.wd.Len())
+}
+
+// A waiter's slot moves to another master while the lock is held: the old
+// owner drops the shard channel, the hub subscribes again on the new owner,
+// and the release there wakes the waiter long before the holder's lease.
+func testSlotMigrationMidWait(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t)
+	from, to := cl.Nodes[0], cl.Nodes[1]
+	name := cl.TagOn(t, from, "mig-")
+	channel := lockKey(name) + ":released"
+	holder, waiter := clusterClient(t, cl.ClusterClient()), clusterClient(t, cl.ClusterClient())
+	l, err := holder.Lock(ctx, name, WithLease(longLease))
+	require.NoError(t, err)
+
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := waiter.Lock(ctx, name)
+		assertNoError(t, err)
+		got <- l
+	}()
+	shardNumSub := func(n *redistest.Node) int64 {
+		return n.Admin().PubSubShardNumSub(ctx, channel).Val()[channel]
+	}
+	require.Eventually(t, func() bool { return shardNumSub(from) == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	cl.MigrateSlot(t, redistest.KeySlot(name), to)
+	require.Eventually(t, func() bool { return shardNumSub(to) == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the waiter subscribes again on the new owner")
+	require.Zero(t, shardNumSub(from), "the old owner dropped the channel")
+	// Resubscribing woke the waiter to retry; the lock, migrated with its
+	// lease, is still held, so it waits again, on the new subscription.
+	select {
+	case <-got:
+		t.Fatal("the waiter got a lock that is still held")
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.Greater(t, holder.rdb.PTTL(ctx, lockKey(name)).Val(), longLease-10*time.Second)
+
+	released := time.Now()
+	require.NoError(t, l.Unlock(ctx))
+	select {
+	case l := <-got:
+		require.Less(t, time.Since(released), fast)
+		require.NoError(t, l.Unlock(ctx))
+	case <-time.After(fast):
+		t.Fatalf("the waiter was not woken within %v after the migration; the lease was %v", fast, longLease)
+	}
+}
