@@ -11,6 +11,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 // Every name either derives keys that all live in one cluster slot, the
@@ -40,9 +42,9 @@ func FuzzLockName(f *testing.F) {
 			prefix = DefaultPrefix
 		}
 		require.Equal(t, prefix+"{"+name+"}", l.Hash)
-		slot := crc16([]byte(name)) % 16384
+		slot := redistest.KeySlot(name)
 		for _, k := range []string{l.Hash, l.Channel, l.Fence, l.RequestKey("r1")} {
-			require.Equal(t, slot, keySlot(k), "%q is not in the slot of %q", k, name)
+			require.Equal(t, slot, redistest.KeySlot(k), "%q is not in the slot of %q", k, name)
 		}
 		runEveryScript(t, rdb, l)
 	})

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 func TestValidateName(t *testing.T) {
@@ -57,52 +59,19 @@ func TestKeyLayout(t *testing.T) {
 // Every key and the channel of one lock must hash to one cluster slot, or
 // the scripts fail with CROSSSLOT on a cluster.
 func TestDerivedKeysShareOneSlot(t *testing.T) {
-	slots := map[uint16]bool{}
+	slots := map[int]bool{}
 	for i := 0; i < 5000; i++ {
 		name := fmt.Sprintf("lock-%d:%x", i, i*7919)
 		l, err := Namespace{}.Lock(name)
 		require.NoError(t, err)
-		want := keySlot(l.Hash)
+		want := redistest.KeySlot(l.Hash)
 		for _, k := range []string{l.Channel, l.Fence, l.RequestKey("r1"), l.RequestKey(name)} {
-			require.Equal(t, want, keySlot(k), "%s vs %s", l.Hash, k)
+			require.Equal(t, want, redistest.KeySlot(k), "%s vs %s", l.Hash, k)
 		}
-		require.Equal(t, crc16([]byte(name))%16384, want, "the tag is the lock name")
+		require.Equal(t, redistest.KeySlot(name), want, "the tag is the lock name")
 		slots[want] = true
 	}
 	require.Greater(t, len(slots), 4000, "names spread over the slot space")
-}
-
-func TestKeySlotMatchesRedisExamples(t *testing.T) {
-	// Values from the Redis cluster specification and CLUSTER KEYSLOT.
-	require.Equal(t, uint16(12739), keySlot("123456789"))
-	require.Equal(t, keySlot("bar"), keySlot("{bar}foo"))
-	require.Equal(t, keySlot("{}x"), keySlot("{}x"))
-	require.NotEqual(t, keySlot("x"), keySlot("{}x"), "an empty tag hashes the whole key")
-}
-
-// keySlot is the Redis Cluster slot of key (CRC16/XMODEM of its hash tag).
-func keySlot(key string) uint16 {
-	if s := strings.IndexByte(key, '{'); s >= 0 {
-		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
-			key = key[s+1 : s+1+e]
-		}
-	}
-	return crc16([]byte(key)) % 16384
-}
-
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc ^= uint16(c) << 8
-		for i := 0; i < 8; i++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
 
 func TestReleaseStatusString(t *testing.T) {
