@@ -82,9 +82,10 @@ type Scheduler[T any] struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
-	mu     sync.Mutex
-	closed bool
-	leases deadlineHeap[T] // live leases only
+	mu         sync.Mutex
+	closed     bool
+	leases     deadlineHeap[T] // live leases only
+	nextExpiry time.Time       // when run's expiry timer fires next
 
 	ticks, calls, renewed, failed, lost atomic.Uint64
 }
@@ -126,10 +127,13 @@ func (s *Scheduler[T]) Watch(item T, validFrom time.Time, onLost func(cause erro
 		return nil, ErrClosed
 	}
 	heap.Push(&s.leases, e)
-	earliest := e.index == 0
+	// Wake run only when its expiry timer would fire too late for this
+	// deadline. A fresh lease's deadline is a whole lease away and the
+	// timer never sleeps past a tick, so the common Watch wakes nobody: a
+	// goroutine wake-up per Lock would cost more than the lock itself.
+	early := e.deadline.Before(s.nextExpiry)
 	s.mu.Unlock()
-	if earliest {
-		// run's expiry timer is armed for a later deadline, or none.
+	if early {
 		select {
 		case s.wake <- struct{}{}:
 		default:
@@ -180,7 +184,7 @@ func (s *Scheduler[T]) Close() error {
 func (s *Scheduler[T]) run() {
 	ticker := time.NewTicker(s.tick)
 	defer ticker.Stop()
-	expiry := time.NewTimer(s.tick)
+	expiry := time.NewTimer(s.untilEarliest())
 	defer expiry.Stop()
 	roundDone := make(chan struct{}, 1)
 	running, pending := false, false
@@ -207,12 +211,16 @@ func (s *Scheduler[T]) run() {
 	}
 }
 
-// untilEarliest is how long run may sleep before a deadline passes.
+// untilEarliest is how long run may sleep before a deadline passes: until
+// the earliest deadline, and never more than a tick. It records when that
+// is, so Watch knows whether run must be woken sooner.
 func (s *Scheduler[T]) untilEarliest() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.leases) == 0 {
-		return s.tick // Watch wakes run for an earlier one
+	d := s.tick
+	if len(s.leases) > 0 {
+		d = min(d, time.Until(s.leases[0].deadline))
 	}
-	return time.Until(s.leases[0].deadline)
+	s.nextExpiry = time.Now().Add(d)
+	return d
 }
