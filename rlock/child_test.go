@@ -182,6 +182,16 @@ func (ch *child) expect(word string) string {
 }
 
 // ask sends one command and returns the reply line, which starts with cmd.
+// locked waits for the child to hold the lock and returns its token and
+// whether the fenced store accepted its first write.
+func (ch *child) locked() (token uint64, accepted bool) {
+	ch.t.Helper()
+	if _, err := fmt.Sscanf(ch.expect("locked"), "locked %d %t", &token, &accepted); err != nil {
+		ch.t.Fatalf("child's locked line: %v", err)
+	}
+	return token, accepted
+}
+
 func (ch *child) ask(cmd string) string {
 	ch.t.Helper()
 	if _, err := io.WriteString(ch.stdin, cmd+"\n"); err != nil {

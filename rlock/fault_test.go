@@ -30,10 +30,7 @@ func TestHolderPausedPastItsLease(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := admin(t, srv)
 	ch := startHolder(t, srv, "paused", faultLease)
-	var childToken uint64
-	var accepted bool
-	_, err := fmt.Sscanf(ch.expect("locked"), "locked %d %t", &childToken, &accepted)
-	require.NoError(t, err)
+	childToken, accepted := ch.locked()
 	require.True(t, accepted)
 	time.Sleep(faultLease / 2) // at least one renewal
 
@@ -78,10 +75,7 @@ func TestHolderKilled(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := admin(t, srv)
 	ch := startHolder(t, srv, "killed", faultLease)
-	var childToken uint64
-	var accepted bool
-	_, err := fmt.Sscanf(ch.expect("locked"), "locked %d %t", &childToken, &accepted)
-	require.NoError(t, err)
+	childToken, _ := ch.locked()
 	first := rdb.PTTL(ctx, lockKey("killed")).Val()
 	require.Eventually(t, func() bool { return rdb.PTTL(ctx, lockKey("killed")).Val() > first },
 		faultLease, 5*time.Millisecond, "the holder renews while alive")
