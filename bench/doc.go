@@ -17,8 +17,9 @@
 //   - wait from calling Lock to holding; a Lock the end of the run cuts short
 //     counts with its wait so far, so a starved worker is not left out;
 //   - the hand-off gap, from the start of a release to the next acquisition
-//     of that name by another worker, and the same in PING round trips,
-//     measured by a separate client during the run;
+//     of that name by another worker that was already waiting when the
+//     release started, and the same in PING round trips, measured by a
+//     separate client during the run;
 //   - commands per acquisition, twice: as written by the lock clients
 //     (counted on their connections, pub/sub included), and as executed by
 //     the server (INFO commandstats, which also counts commands run inside
