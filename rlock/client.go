@@ -65,10 +65,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if _, err := ns.Lock("probe"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	id, err := randomID(8)
-	if err != nil {
-		return nil, err
-	}
+	id := randomHex(8)
 	mode := notify.Classic
 	if sharded {
 		mode = notify.Sharded
@@ -188,20 +185,14 @@ func (c *Client) lockKeys(name string) (reentrant.Lock, error) {
 
 // newOwner makes an owner ID no other call shares: the client's ID and 128
 // random bits.
-func (c *Client) newOwner() (string, error) {
-	r, err := randomID(16)
-	if err != nil {
-		return "", err
-	}
-	return c.id + ":" + r, nil
-}
+func (c *Client) newOwner() string { return c.id + ":" + randomHex(16) }
 
-func randomID(bytes int) (string, error) {
-	b := make([]byte, bytes)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("rlock: random ID: %w", err)
-	}
-	return hex.EncodeToString(b), nil
+// randomHex is n random bytes from crypto/rand, in hex. crypto/rand.Read
+// never fails (since Go 1.24 it crashes the program instead).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // requestTTL is how long a request's result must be remembered: longer than

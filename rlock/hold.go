@@ -84,7 +84,7 @@ func (c *Client) endHold(h *hold, cause error) bool {
 // lease when watched) if this client has none for the owner. acquiredAt is
 // when the acquiring script was sent.
 func (c *Client) join(l *Lock, acquiredAt time.Time, watched bool) error {
-	key := holdKey{l.name, l.owner}
+	key := holdKey{l.keys.Name, l.owner}
 	c.mu.Lock()
 	if c.closed.Load() {
 		c.mu.Unlock()

@@ -2,12 +2,9 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/reentrant"
 )
@@ -37,7 +34,6 @@ var errLeaseExpired = fmt.Errorf("%w: fixed lease expired", ErrLockLost)
 // one of them has unlocked. A Lock is safe for concurrent use.
 type Lock struct {
 	c     *Client
-	name  string
 	keys  reentrant.Lock
 	owner string
 	token uint64
@@ -54,7 +50,7 @@ type Lock struct {
 }
 
 func (c *Client) newHandle(parent context.Context, k reentrant.Lock, owner string, token uint64, lc lockConfig, acquiredAt time.Time) *Lock {
-	l := &Lock{c: c, name: k.Name, keys: k, owner: owner, token: token, lease: c.cfg.watchdogLease, unlockReq: newRequestID()}
+	l := &Lock{c: c, keys: k, owner: owner, token: token, lease: c.cfg.watchdogLease, unlockReq: newRequestID()}
 	ctx, cancel := context.WithCancelCause(WithOwner(parent, owner))
 	l.ctx, l.cancel, l.stop = ctx, cancel, func() {}
 	if lc.leaseSet {
@@ -65,7 +61,7 @@ func (c *Client) newHandle(parent context.Context, k reentrant.Lock, owner strin
 }
 
 // Name is the lock's name.
-func (l *Lock) Name() string { return l.name }
+func (l *Lock) Name() string { return l.keys.Name }
 
 // Token is the fencing token of this hold: it rises with every new holder of
 // the lock and stays the same on re-entry. Pass it to the storage you protect
@@ -90,7 +86,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.unlockMu.Lock()
 	defer l.unlockMu.Unlock()
 	if l.unlocked {
-		return fmt.Errorf("%w: %q already unlocked", ErrNotHeld, l.name)
+		return fmt.Errorf("%w: %q already unlocked", ErrNotHeld, l.keys.Name)
 	}
 	if cause := l.c.ended(l); cause != nil {
 		// A lost hold is not released: the owner may hold the lock again
@@ -111,7 +107,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.c.endHold(l.hold, errReleasedElsewhere)
 		return nil
 	}
-	cause := fmt.Errorf("%w: %q", ErrNotHeld, l.name)
+	cause := fmt.Errorf("%w: %q", ErrNotHeld, l.keys.Name)
 	l.c.endHold(l.hold, cause)
 	return cause
 }
@@ -120,11 +116,4 @@ func (l *Lock) done() {
 	l.unlocked = true
 	l.stop()
 	l.cancel(context.Canceled)
-}
-
-// isServerReply reports whether err is an error reply from Redis, which
-// means the script was rejected as a whole rather than possibly run.
-func isServerReply(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr)
 }

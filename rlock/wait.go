@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/batonlock/baton/notify"
 	"github.com/batonlock/baton/reentrant"
 )
@@ -67,9 +69,7 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	}
 	owner, fromCtx := OwnerFrom(ctx)
 	if !fromCtx {
-		if owner, err = c.newOwner(); err != nil {
-			return nil, err
-		}
+		owner = c.newOwner()
 	}
 	a := &attempt{c: c, ctx: ctx, keys: keys, owner: owner, newOwner: !fromCtx, lease: c.cfg.watchdogLease, cfg: lc}
 	if lc.leaseSet {
@@ -136,7 +136,10 @@ func untilExpiry(ttl time.Duration) time.Duration {
 // try runs one acquire. It returns the held lock, or the holder's remaining
 // lease when another owner holds it.
 func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
-	id := newRequestID()
+	var id string
+	if !a.newOwner { // a new owner's acquire replays without one
+		id = newRequestID()
+	}
 	sentAt := time.Now()
 	res, err := a.acquire(ctx, id)
 	if err != nil {
@@ -213,6 +216,13 @@ func (a *attempt) notObtained(ctxErr error) error {
 		return fmt.Errorf("%w: %q still held after %v", ErrNotObtained, a.keys.Name, a.cfg.wait)
 	}
 	return fmt.Errorf("%w: %q is held", ErrNotObtained, a.keys.Name)
+}
+
+// isServerReply reports whether err is an error reply from Redis, which
+// means the script was rejected as a whole rather than possibly run.
+func isServerReply(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr)
 }
 
 // newRequestID names one script call for replay. It only has to be unique
