@@ -50,7 +50,9 @@ func FuzzLockName(f *testing.F) {
 	})
 }
 
-// runEveryScript runs each script once on l, each where it does its work.
+// runEveryScript runs each script on l where it does its work: acquire,
+// replay, contended acquire, re-entry, renew, inspect, partial and final
+// release, force-release of a held and of a free lock.
 func runEveryScript(t *testing.T, rdb *redis.Client, l Lock) {
 	ctx := context.Background()
 	require.NoError(t, rdb.FlushAll(ctx).Err())
@@ -60,9 +62,14 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Lock) {
 	require.True(t, r.Acquired)
 	require.EqualValues(t, 1, r.HoldCount)
 	require.Positive(t, r.Token)
+	first := r.Token
+	r, err = l.Acquire(ctx, rdb, "A", "r1", lease)
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first}, r, "replayed")
 	r, err = l.AcquireNew(ctx, rdb, "B", lease)
 	require.NoError(t, err)
 	require.False(t, r.Acquired)
+	require.Positive(t, r.HolderTTL)
 	r, err = l.Acquire(ctx, rdb, "A", "r2", lease)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, r.HoldCount)
@@ -83,6 +90,9 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Lock) {
 	ok, err := l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
 	require.True(t, ok)
+	ok, err = l.ForceRelease(ctx, rdb)
+	require.NoError(t, err)
+	require.False(t, ok, "already free")
 }
 
 // miniredisClient connects to mr, and fails a call that hangs rather than
