@@ -29,12 +29,29 @@ func TestAckConfirmsOnlyTheLastSubscribe(t *testing.T) {
 	require.True(t, e.confirmed)
 	require.Empty(t, c.sent)
 
-	require.Same(t, e, h.ack(c, "sunsubscribe", "ch"), "the server dropped a referenced channel")
+	require.Equal(t, []*entry{e}, h.ack(c, "sunsubscribe", "ch"), "the server dropped a referenced channel")
 	require.True(t, e.moving)
 	require.False(t, e.confirmed, "lost until subscribed on the new master")
 	require.Nil(t, h.ack(c, "sunsubscribe", "ch"), "already moving")
 	require.Nil(t, h.ack(c, "sunsubscribe", "gone"), "nobody references it")
 	require.Nil(t, h.ack(c, "ssubscribe", "unasked"))
+}
+
+// The server drops a migrated slot's channels with one unasked SUNSUBSCRIBE
+// each; the first moves the whole slot, so the rest start no second move.
+func TestUnaskedUnsubscribeMovesItsSlotOnce(t *testing.T) {
+	h := newHub(backend{}, 0)
+	defer h.Close()
+	c := &conn{hub: h, sent: map[string]pending{}}
+	entries := map[string]*entry{}
+	for _, ch := range []string{"{a}1", "{a}2", "{b}1"} {
+		e := &entry{channel: ch, conn: c, refs: 1, ready: make(chan struct{})}
+		e.confirm()
+		h.entries[ch], entries[ch] = e, e
+	}
+	require.ElementsMatch(t, []*entry{entries["{a}1"], entries["{a}2"]}, h.ack(c, "sunsubscribe", "{a}1"))
+	require.Empty(t, h.ack(c, "sunsubscribe", "{a}2"), "its slot is already moving")
+	require.False(t, entries["{b}1"].moving, "another slot stays")
 }
 
 // A MOVED reply moves every entry of its slot on that connection, once, and

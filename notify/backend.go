@@ -27,6 +27,11 @@ type backend struct {
 }
 
 func newBackend(rdb redis.UniversalClient, mode Mode) (backend, error) {
+	switch rdb.(type) {
+	case *redis.Client, *redis.ClusterClient:
+	default:
+		return backend{}, fmt.Errorf("%w: %T", ErrUnsupportedClient, rdb)
+	}
 	switch mode {
 	case Classic:
 		return backend{

@@ -81,9 +81,7 @@ func (c *conn) receive() {
 		switch {
 		case err == nil:
 			pinged = false
-			if e := h.dispatch(c, msg); e != nil {
-				h.reroute(c, e)
-			}
+			h.reroute(c, h.dispatch(c, msg)...)
 		case !pinged && isTimeout(err):
 			// Idle for an interval: the PING must be answered within the next.
 			pinged = true
@@ -106,9 +104,9 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// dispatch applies one reply read from c. It returns the entry that must
+// dispatch applies one reply read from c. It returns the entries that must
 // move to another connection, if the reply says so.
-func (h *Hub) dispatch(c *conn, msg any) *entry {
+func (h *Hub) dispatch(c *conn, msg any) []*entry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch m := msg.(type) {
@@ -122,7 +120,7 @@ func (h *Hub) dispatch(c *conn, msg any) *entry {
 	return nil // *redis.Pong: proof of life is all it carries
 }
 
-// ack applies a subscribe or unsubscribe reply. It returns the entry that
+// ack applies a subscribe or unsubscribe reply. It returns the entries that
 // must move to another connection, if any.
 //
 // Replies come in the order the commands were sent, and c.sent counts the
@@ -132,9 +130,10 @@ func (h *Hub) dispatch(c *conn, msg any) *entry {
 // the UNSUBSCRIBE still opens a gap after it. An UNSUBSCRIBE reply that no
 // sent command accounts for is the server dropping the channel: its cluster
 // slot went to another master (migration, failover). If the channel is still
-// referenced it must move there, and its waiters are woken once it is
-// confirmed again, since releases published meanwhile reached nobody.
-func (h *Hub) ack(c *conn, kind, channel string) *entry {
+// referenced, it and the rest of its slot must move there, and their waiters
+// are woken once confirmed again, since releases published meanwhile reached
+// nobody.
+func (h *Hub) ack(c *conn, kind, channel string) []*entry {
 	p := c.sent[channel]
 	e := h.served(c, channel)
 	switch kind {
@@ -148,10 +147,10 @@ func (h *Hub) ack(c *conn, kind, channel string) *entry {
 		}
 	case "unsubscribe", "sunsubscribe":
 		if p.unsubs == 0 {
-			if e != nil && e.move() {
-				return e
+			if e == nil {
+				return nil
 			}
-			return nil
+			return h.moveSlot(c, slotOf(channel))
 		}
 		c.count(channel, pending{unsubs: -1})
 	}

@@ -38,6 +38,11 @@ var (
 	ErrWaitTimeout = errors.New("notify: wait timed out")
 	// ErrNilClient is returned by New without a client.
 	ErrNilClient = errors.New("notify: nil redis client")
+	// ErrUnsupportedClient is returned by New for a client other than a
+	// *redis.Client (single node, or Sentinel failover) or a
+	// *redis.ClusterClient: a Ring, for one, cannot open a pub/sub
+	// connection before it knows a channel.
+	ErrUnsupportedClient = errors.New("notify: unsupported redis client")
 	// ErrSubscriptionClosed is returned by Wait on a closed Subscription.
 	ErrSubscriptionClosed = errors.New("notify: subscription closed")
 )
@@ -279,6 +284,13 @@ func (h *Hub) awaitConfirmed(ctx context.Context, e *entry) error {
 }
 
 func (h *Hub) lockIO(ctx context.Context) error {
+	// Checked first: once Close has given io back, a select among ready
+	// cases could still pick io and open a connection after Close.
+	select {
+	case <-h.done:
+		return ErrClosed
+	default:
+	}
 	select {
 	case h.io <- struct{}{}:
 		return nil

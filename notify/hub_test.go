@@ -19,6 +19,12 @@ func TestNewRejectsBadArguments(t *testing.T) {
 	defer rdb.Close()
 	_, err = New(rdb, Options{Mode: Mode(7)})
 	require.Error(t, err)
+
+	// A Ring panics when asked for a pub/sub connection with no channel.
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	_, err = New(ring, Options{})
+	require.ErrorIs(t, err, ErrUnsupportedClient)
 }
 
 // A Subscribe that returned is live on the server at once: no Eventually.
@@ -92,6 +98,7 @@ func TestRefCounting(t *testing.T) {
 
 		a.Close()
 		a.Close() // idempotent: must not drop b's reference
+		require.Equal(t, 1, f.hub.Channels(), "b still holds the channel")
 		require.EqualValues(t, 1, f.numsub(t, "ref"))
 		require.ErrorIs(t, a.Wait(testCtx(t), time.Second), ErrSubscriptionClosed)
 

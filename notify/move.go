@@ -45,6 +45,14 @@ func (h *Hub) slotMoved(c *conn, slot int) []*entry {
 			delete(c.sent, channel)
 		}
 	}
+	return h.moveSlot(c, slot)
+}
+
+// moveSlot marks every entry c serves in slot as moving, and returns those
+// whose move starts now. The server drops a migrated slot's channels one
+// unsolicited SUNSUBSCRIBE at a time; moving the whole slot on the first
+// one makes one reroute per slot, not one per channel. h.mu must be held.
+func (h *Hub) moveSlot(c *conn, slot int) []*entry {
 	var moved []*entry
 	for _, e := range h.entries {
 		if e.conn == c && slotOf(e.channel) == slot && e.move() {

@@ -64,7 +64,13 @@ func TestHealthCheckReplacesSilentConnection(t *testing.T) {
 	res := queuedWait(t, testCtx(t), s, 1)
 
 	f.srv.Pause()
-	time.Sleep(4 * testInterval)
+	// Resume only once the health check has given the connection up, so
+	// the test does not depend on how long detection takes under -race.
+	require.Eventually(t, func() bool {
+		f.hub.mu.Lock()
+		defer f.hub.mu.Unlock()
+		return !f.hub.entries["silent"].confirmed
+	}, settle, 10*time.Millisecond, "the silent connection is given up while the server is paused")
 	f.srv.Resume()
 	require.NoError(t, result(t, res))
 	requireRestored(t, f, s)
@@ -115,7 +121,7 @@ func TestCloseDuringOutage(t *testing.T) {
 	f := newFixture(t, Classic)
 	res := queuedWait(t, testCtx(t), f.subscribe(t, "outage"), 1)
 	f.srv.Stop()
-	time.Sleep(3 * minBackoff) // a few failed reconnects
+	time.Sleep(3 * minBackoff) // let the reader fall into its reconnect back-off
 	start := time.Now()
 	require.NoError(t, f.hub.Close())
 	require.Less(t, time.Since(start), time.Second)
