@@ -18,16 +18,12 @@ type nameState struct {
 	occupancy atomic.Int32
 
 	mu          sync.Mutex
-	lastWorker  int // -1 until the first release
-	lastRelease time.Time
+	lastWorker  int
+	lastRelease time.Time // zero until the first release
 }
 
 func newRecorder(names int) *recorder {
-	r := &recorder{names: make([]nameState, names)}
-	for i := range r.names {
-		r.names[i].lastWorker = -1
-	}
-	return r
+	return &recorder{names: make([]nameState, names)}
 }
 
 // acquired notes that worker, which called Lock at called, holds name since
@@ -43,7 +39,8 @@ func (r *recorder) acquired(name, worker int, called, at time.Time) (gap time.Du
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lastWorker < 0 || s.lastWorker == worker || called.After(s.lastRelease) {
+	// Before any release lastRelease is zero, so called is after it.
+	if s.lastWorker == worker || called.After(s.lastRelease) {
 		return 0, false
 	}
 	return at.Sub(s.lastRelease), true

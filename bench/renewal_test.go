@@ -28,7 +28,7 @@ const renewalLease = 900 * time.Millisecond
 func BenchmarkRenewal(b *testing.B) {
 	srv := redistest.Start(b)
 	var pipelines atomic.Int64
-	rdb := srv.Client()
+	rdb := srv.Admin()
 	rdb.AddHook(pipelineCounter{&pipelines})
 	c, err := rlock.New(rdb, rlock.WithWatchdogLease(renewalLease))
 	if err != nil {

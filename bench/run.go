@@ -83,8 +83,15 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	runCtx, stop := context.WithTimeout(failed, sc.Duration)
 	defer stop()
 	rec := newRecorder(sc.Names)
-	pings := make(chan []time.Duration, 1)
-	go func() { pings <- ping(runCtx, admin) }()
+	type pinged struct {
+		rtts []time.Duration
+		sent int64
+	}
+	pings := make(chan pinged, 1)
+	go func() {
+		rtts, sent := ping(runCtx, admin)
+		pings <- pinged{rtts, sent}
+	}()
 
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -98,30 +105,33 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	wg.Wait()
 	elapsed := time.Since(start)
 	stop()
-	rtts := <-pings
+	p := <-pings
 	if err := context.Cause(failed); err != nil {
 		return Result{}, err
 	}
 
-	r := summarize(algo.Name, sc, elapsed, workers, rec, rtts)
+	r := summarize(algo.Name, sc, elapsed, workers, rec, p.rtts)
 	r.ClientCommands = sent.n.Load() - sentBefore
 	r.ClientPerAcq = perAcquisition(r.ClientCommands, r.Acquisitions)
 	// A server without INFO commandstats (miniredis) leaves server figures
 	// out; the run itself is still valid.
 	if statsAfter, err := readCommandStats(ctx, admin); statsErr == nil && err == nil {
-		r.ServerCommands = serverCommands(statsBefore, statsAfter, int64(len(rtts)))
+		r.ServerCommands = serverCommands(statsBefore, statsAfter, p.sent)
 		r.ServerPerAcq = perAcquisition(r.ServerCommands.Total(), r.Acquisitions)
 	}
 	return r, nil
 }
 
+// nameSeed seeds each worker's choice of names. It is the same for every
+// algorithm, so all of them see the same sequences of names and collisions.
+const nameSeed = 0xba70
+
 // startWorkers opens each worker's client and Locker and makes one round
 // trip on it, so the run does not time the first dial.
 func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, prefix string, sent *commandCounter) ([]*worker, error) {
-	seed := rand.Uint64()
 	workers := make([]*worker, 0, sc.Workers)
 	for id := range sc.Workers {
-		w := &worker{id: id, rdb: t.NewClient(), rng: rand.New(rand.NewPCG(seed, uint64(id)))}
+		w := &worker{id: id, rdb: t.NewClient(), rng: rand.New(rand.NewPCG(nameSeed, uint64(id)))}
 		workers = append(workers, w)
 		sent.attach(w.rdb)
 		var err error
@@ -145,14 +155,18 @@ func stopWorkers(workers []*worker) {
 }
 
 // ping measures the round trip of PING on rdb every pingInterval until ctx
-// ends: the yardstick for the hand-off gap, taken under the same load.
-func ping(ctx context.Context, rdb redis.UniversalClient) []time.Duration {
-	var rtts []time.Duration
+// ends: the yardstick for the hand-off gap, taken under the same load. It
+// also counts the PINGs it sent, answered or not, since the server counts
+// those too. A PING is never cut short by ctx: one cut short still runs on
+// the server, and its dropped connection would redial inside the run.
+func ping(ctx context.Context, rdb redis.UniversalClient) (rtts []time.Duration, sent int64) {
+	whole := context.WithoutCancel(ctx)
 	for sleep(ctx, pingInterval) == nil {
+		sent++
 		start := time.Now()
-		if rdb.Ping(ctx).Err() == nil {
+		if rdb.Ping(whole).Err() == nil {
 			rtts = append(rtts, time.Since(start))
 		}
 	}
-	return rtts
+	return rtts, sent
 }

@@ -75,11 +75,13 @@ type Suite struct {
 func (s Suite) Run(ctx context.Context) ([]Result, error) {
 	admin := s.Target.NewClient()
 	defer admin.Close()
+	for _, sc := range s.Scenarios { // a bad one fails now, not after the others ran
+		if err := sc.validate(); err != nil {
+			return nil, err
+		}
+	}
 	results := make([]Result, 0, len(s.Scenarios)*len(s.Algorithms))
 	for _, sc := range s.Scenarios {
-		if err := sc.validate(); err != nil {
-			return results, err
-		}
 		if s.Progress != nil {
 			fmt.Fprintln(s.Progress, sc)
 		}
