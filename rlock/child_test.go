@@ -71,10 +71,7 @@ func runHolder(in io.Reader, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	o := &redis.Options{Addr: os.Getenv(helperAddr)}
-	if redistest.ACLMode() {
-		o.Username, o.Password = redistest.ACLUser, redistest.ACLPassword
-	}
+	o := redistest.Options(os.Getenv(helperAddr))
 	rdb := redis.NewClient(o)
 	defer rdb.Close()
 	store := redis.NewClient(&redis.Options{Addr: o.Addr}) // the default user: the store is not a lock key

@@ -137,11 +137,7 @@ func TestRedisRestartMidHold(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	dial := func() *redis.Client {
-		o := &redis.Options{Addr: srv.Addr}
-		if redistest.ACLMode() {
-			o.Username, o.Password = redistest.ACLUser, redistest.ACLPassword
-		}
-		return redis.NewClient(o)
+		return redis.NewClient(redistest.Options(srv.Addr))
 	}
 	var rdbs []*redis.Client
 	var clients []*Client

@@ -38,11 +38,7 @@ func TestNothingLeftOnTheServerAfterClose(t *testing.T) {
 				if cluster { // as the default user: redistest's ACL user has the single-node rules
 					return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
 				}
-				var user, pass string
-				if redistest.ACLMode() {
-					user, pass = redistest.ACLUser, redistest.ACLPassword
-				}
-				return redis.NewClient(&redis.Options{Addr: srv.Addr, Username: user, Password: pass})
+				return redis.NewClient(redistest.Options(srv.Addr))
 			}
 			channels := func() []string {
 				classic, err := rdb.PubSubChannels(ctx, "*").Result()

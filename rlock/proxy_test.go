@@ -68,10 +68,7 @@ func startProxy(t *testing.T, target string) *proxy {
 // client returns a go-redis client that goes through the proxy, closed at
 // test end: what redistest's Server.Client would be, on the proxy's address.
 func (p *proxy) client(t *testing.T, opts ...func(*redis.Options)) *redis.Client {
-	o := &redis.Options{}
-	if redistest.ACLMode() {
-		o.Username, o.Password = redistest.ACLUser, redistest.ACLPassword
-	}
+	o := redistest.Options("")
 	for _, f := range opts {
 		f(o)
 	}

@@ -46,8 +46,19 @@ func withACLUser(args []string) []string {
 	return append(UserArgs(ACLUser, ACLPassword, ACLRules), args...)
 }
 
+// Options returns go-redis options for addr that log in as the ACL test
+// user in ACL mode, and as the default user otherwise: what every lock
+// client of the tests uses, in this process or another.
+func Options(addr string) *redis.Options {
+	o := &redis.Options{Addr: addr}
+	if ACLMode() {
+		o.Username, o.Password = ACLUser, ACLPassword
+	}
+	return o
+}
+
 // Admin returns a go-redis client for the server as the unrestricted default
 // user, closed at test end. It is Client outside ACL mode.
 func (s *Server) Admin(opts ...func(*redis.Options)) *redis.Client {
-	return s.client(&redis.Options{Addr: s.Addr}, opts)
+	return s.client(&redis.Options{}, opts, s.atAddr)
 }

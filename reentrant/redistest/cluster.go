@@ -53,7 +53,6 @@ func (n *Node) Admin() *redis.Client { return n.admin }
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
 	cli := binary(tb, "redis-cli")
-	Binary(tb)
 	if n < 3 {
 		tb.Fatalf("redistest: a cluster needs at least 3 masters, got %d", n)
 	}
@@ -100,9 +99,7 @@ func startNode(tb testing.TB) *Node {
 		"--cluster-node-timeout", "2000",
 		"--cluster-port", strconv.Itoa(busPort),
 	)
-	node := &Node{Server: srv, admin: redis.NewClient(&redis.Options{Addr: srv.Addr})}
-	tb.Cleanup(func() { _ = node.admin.Close() })
-	return node
+	return &Node{Server: srv, admin: srv.Admin()}
 }
 
 // ClusterClient returns a new cluster client, closed at test end. Options
@@ -133,21 +130,24 @@ func (c *Cluster) Addrs() []string {
 // Owner returns the node that serves slot.
 func (c *Cluster) Owner(tb testing.TB, slot int) *Node {
 	tb.Helper()
+	return c.owners(tb)[slot]
+}
+
+// owners is the node serving each slot, as the first node sees it.
+func (c *Cluster) owners(tb testing.TB) []*Node {
+	tb.Helper()
 	owners, err := c.slotOwners(context.Background(), c.Nodes[0])
 	if err != nil {
 		tb.Fatalf("redistest: %v", err)
 	}
-	return owners[slot]
+	return owners
 }
 
 // TagOn returns prefix followed by the first number for which the string,
 // used as a hash tag ("{" + tag + "}"), lands in a slot that node serves.
 func (c *Cluster) TagOn(tb testing.TB, node *Node, prefix string) string {
 	tb.Helper()
-	owners, err := c.slotOwners(context.Background(), c.Nodes[0])
-	if err != nil {
-		tb.Fatalf("redistest: %v", err)
-	}
+	owners := c.owners(tb)
 	for i := 0; ; i++ {
 		tag := prefix + strconv.Itoa(i)
 		if owners[KeySlot(tag)] == node {

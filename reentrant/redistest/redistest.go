@@ -187,18 +187,18 @@ func (s *Server) signal(sig syscall.Signal) {
 // Options may adjust the defaults; Addr is always the server's. Under
 // ACLEnv=1 it authenticates as the least-privilege ACLUser (see Admin).
 func (s *Server) Client(opts ...func(*redis.Options)) *redis.Client {
-	o := &redis.Options{Addr: s.Addr}
-	if ACLMode() {
-		o.Username, o.Password = ACLUser, ACLPassword
-	}
-	return s.client(o, opts)
+	return s.client(Options(""), opts, s.atAddr)
 }
 
-func (s *Server) client(o *redis.Options, opts []func(*redis.Options)) *redis.Client {
+func (s *Server) atAddr(o *redis.Options) { o.Addr = s.Addr }
+
+// client applies opts to o, then fixed (what the caller may not change),
+// and returns a client closed at test end.
+func (s *Server) client(o *redis.Options, opts []func(*redis.Options), fixed func(*redis.Options)) *redis.Client {
 	for _, f := range opts {
 		f(o)
 	}
-	o.Addr = s.Addr
+	fixed(o)
 	rdb := redis.NewClient(o)
 	s.tb.Cleanup(func() { _ = rdb.Close() })
 	return rdb

@@ -130,16 +130,8 @@ func StartTLS(tb testing.TB, args ...string) *TLSServer {
 // trusting only the generated CA, closed at test end. Options may adjust the
 // defaults; Addr and TLSConfig are always the server's TLS ones.
 func (s *TLSServer) TLSClient(opts ...func(*redis.Options)) *redis.Client {
-	o := &redis.Options{}
-	if ACLMode() {
-		o.Username, o.Password = ACLUser, ACLPassword
-	}
-	for _, f := range opts {
-		f(o)
-	}
-	o.Addr = s.TLSAddr
-	o.TLSConfig = &tls.Config{RootCAs: s.TLS.RootCAs, MinVersion: tls.VersionTLS12}
-	rdb := redis.NewClient(o)
-	s.tb.Cleanup(func() { _ = rdb.Close() })
-	return rdb
+	return s.client(Options(""), opts, func(o *redis.Options) {
+		o.Addr = s.TLSAddr
+		o.TLSConfig = &tls.Config{RootCAs: s.TLS.RootCAs, MinVersion: tls.VersionTLS12}
+	})
 }
