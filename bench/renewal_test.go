@@ -3,12 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/reentrant/redistest"
 	"github.com/batonlock/baton/rlock"
@@ -27,9 +24,8 @@ const renewalLease = 900 * time.Millisecond
 // 1,000 the round trips per tick should be 10, not 10,000.
 func BenchmarkRenewal(b *testing.B) {
 	srv := redistest.Start(b)
-	var pipelines atomic.Int64
 	rdb := srv.Admin()
-	rdb.AddHook(pipelineCounter{&pipelines})
+	pipelines := redistest.CountPipelines(rdb)
 	c, err := rlock.New(rdb, rlock.WithWatchdogLease(renewalLease))
 	if err != nil {
 		b.Fatal(err)
@@ -43,7 +39,8 @@ func BenchmarkRenewal(b *testing.B) {
 	}
 	nextTick(b, c) // let every lease reach its first renewal round
 
-	startStats, startPipes, startCPU := c.RenewalStats(), pipelines.Load(), cpuTime()
+	pipelines.Take()
+	startStats, startCPU := c.RenewalStats(), cpuTime()
 	for b.Loop() {
 		nextTick(b, c)
 	}
@@ -52,7 +49,7 @@ func BenchmarkRenewal(b *testing.B) {
 	if st.Lost != 0 || st.Failed != startStats.Failed {
 		b.Fatalf("renewal failed during the benchmark: %+v", st)
 	}
-	b.ReportMetric(float64(pipelines.Load()-startPipes)/ticks, "roundtrips/tick")
+	b.ReportMetric(float64(pipelines.Count())/ticks, "roundtrips/tick")
 	b.ReportMetric(float64(st.Renewed-startStats.Renewed)/ticks, "renewed/tick")
 	b.ReportMetric(float64((cpuTime()-startCPU).Microseconds())/ticks/1000, "cpu-ms/tick")
 }
@@ -80,17 +77,4 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// pipelineCounter counts pipelines, each one round trip to one node.
-type pipelineCounter struct{ n *atomic.Int64 }
-
-func (pipelineCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (p pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		p.n.Add(1)
-		return next(ctx, cmds)
-	}
 }

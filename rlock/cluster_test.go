@@ -1,7 +1,6 @@
 package rlock
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -211,51 +210,13 @@ func testReentrancyOnAnotherShard(t *testing.T, cl *redistest.Cluster) {
 	}
 }
 
-// pipelineCounter records, per node, the size of every pipeline sent to it.
-type pipelineCounter struct {
-	mu    sync.Mutex
-	sizes map[string][]int
-}
-
-func countPipelines(rdb *redis.ClusterClient) *pipelineCounter {
-	pc := &pipelineCounter{sizes: map[string][]int{}}
-	rdb.OnNewNode(func(node *redis.Client) {
-		node.AddHook(pipelineHook{pc: pc, addr: node.Options().Addr})
-	})
-	return pc
-}
-
-func (pc *pipelineCounter) take() map[string][]int {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	s := pc.sizes
-	pc.sizes = map[string][]int{}
-	return s
-}
-
-type pipelineHook struct {
-	pc   *pipelineCounter
-	addr string
-}
-
-func (h pipelineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.pc.mu.Lock()
-		h.pc.sizes[h.addr] = append(h.pc.sizes[h.addr], len(cmds))
-		h.pc.mu.Unlock()
-		return next(ctx, cmds)
-	}
-}
-
 // A client holding locks on all three shards keeps them over several short
 // leases, and each renewal round sends one pipeline per node, carrying every
 // hold on that node.
 func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	ctx := testCtx(t)
 	rdb := cl.ClusterClient()
-	pipelines := countPipelines(rdb)
+	pipelines := redistest.CountPipelines(rdb)
 	// Longer than shortLease: a renewal round here is three pipelines to
 	// three servers, and a busy machine must not stall them past the lease.
 	const lease = 900 * time.Millisecond
@@ -272,7 +233,7 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	// Leases taken a few ms apart may fall in different first rounds; from
 	// the second tick on they are renewed together.
 	time.Sleep(2 * lease / 3)
-	pipelines.take()
+	pipelines.Take()
 	callsBefore := c.wd.Stats().RenewCalls
 
 	admin := cl.ClusterClient()
@@ -287,7 +248,7 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 		}
 	}
 	t.Logf("lowest PTTL over 4 leases: %v (lease %v); %+v", minTTL, lease, c.wd.Stats())
-	sizes, calls := pipelines.take(), c.wd.Stats().RenewCalls-callsBefore
+	sizes, calls := pipelines.Take(), c.wd.Stats().RenewCalls-callsBefore
 	require.GreaterOrEqual(t, calls, uint64(8), "4 leases are 12 ticks")
 	require.Len(t, sizes, len(cl.Nodes), "every node got renewals")
 	for addr, s := range sizes {
