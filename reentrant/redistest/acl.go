@@ -30,10 +30,10 @@ const ACLRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
 // ACLMode reports whether ACLEnv asks for the least-privilege user.
 func ACLMode() bool { return os.Getenv(ACLEnv) == "1" }
 
-// UserArgs returns the redis-server arguments that create user, enabled,
+// userArgs returns the redis-server arguments that create user, enabled,
 // with password and rules (space-separated ACL rules). Pass them to Start;
 // a user defined on the command line survives Restart.
-func UserArgs(user, password, rules string) []string {
+func userArgs(user, password, rules string) []string {
 	// redis-server quotes each argument on its own, so every rule must be a
 	// separate argument of the "user" directive.
 	return append([]string{"--user", user, "on", ">" + password}, strings.Fields(rules)...)
@@ -43,7 +43,7 @@ func withACLUser(args []string) []string {
 	if !ACLMode() {
 		return args
 	}
-	return append(UserArgs(ACLUser, ACLPassword, ACLRules), args...)
+	return append(userArgs(ACLUser, ACLPassword, ACLRules), args...)
 }
 
 // Options returns go-redis options for addr that log in as the ACL test

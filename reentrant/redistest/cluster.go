@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SlotCount is the number of hash slots of a Redis Cluster.
-const SlotCount = 16384
+// slotCount is the number of hash slots of a Redis Cluster.
+const slotCount = 16384
 
 // clusterTimeout bounds cluster creation, and each slot migration, from the
 // first command until every node agrees on the result.
@@ -87,7 +87,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 
 func startNode(tb testing.TB) *Node {
 	tb.Helper()
-	busPort, err := FreePort()
+	busPort, err := freePort()
 	if err != nil {
 		tb.Fatalf("redistest: free port: %v", err)
 	}
@@ -111,15 +111,15 @@ func (c *Cluster) ClusterClient(opts ...func(*redis.ClusterOptions)) *redis.Clus
 		f(o)
 	}
 	if len(o.Addrs) == 0 {
-		o.Addrs = c.Addrs()
+		o.Addrs = c.addrs()
 	}
 	rdb := redis.NewClusterClient(o)
 	c.tb.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
 
-// Addrs returns the address of every node.
-func (c *Cluster) Addrs() []string {
+// addrs returns the address of every node.
+func (c *Cluster) addrs() []string {
 	addrs := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
 		addrs[i] = n.Addr
@@ -256,7 +256,7 @@ func (c *Cluster) slotOwners(ctx context.Context, node *Node) ([]*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER SLOTS on %s: %w", node.Addr, err)
 	}
-	owners := make([]*Node, SlotCount)
+	owners := make([]*Node, slotCount)
 	for _, r := range ranges {
 		if len(r.Nodes) == 0 {
 			continue
@@ -270,7 +270,7 @@ func (c *Cluster) slotOwners(ctx context.Context, node *Node) ([]*Node, error) {
 		if master == nil {
 			return nil, fmt.Errorf("%s names an unknown master %s", node.Addr, r.Nodes[0].Addr)
 		}
-		for s := r.Start; s <= r.End && s < SlotCount; s++ {
+		for s := r.Start; s <= r.End && s < slotCount; s++ {
 			owners[s] = master
 		}
 	}
@@ -279,7 +279,7 @@ func (c *Cluster) slotOwners(ctx context.Context, node *Node) ([]*Node, error) {
 
 // KeySlot is the cluster slot of key: CRC16 (XMODEM) of its hash tag, the
 // part between the first '{' and the next '}' when that is not empty, or of
-// the whole key, modulo SlotCount. It is what CLUSTER KEYSLOT returns.
+// the whole key, modulo slotCount. It is what CLUSTER KEYSLOT returns.
 func KeySlot(key string) int {
 	if s := strings.IndexByte(key, '{'); s >= 0 {
 		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
@@ -297,5 +297,5 @@ func KeySlot(key string) int {
 			}
 		}
 	}
-	return int(crc) % SlotCount
+	return int(crc) % slotCount
 }

@@ -70,7 +70,7 @@ func Start(tb testing.TB, args ...string) *Server {
 	s := &Server{tb: tb, dir: tb.TempDir(), args: withACLUser(args)}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
+		port, err := freePort()
 		if err != nil {
 			tb.Fatalf("redistest: free port: %v", err)
 		}
@@ -85,8 +85,8 @@ func Start(tb testing.TB, args ...string) *Server {
 	return nil
 }
 
-// FreePort asks the kernel for a free loopback TCP port.
-func FreePort() (int, error) {
+// freePort asks the kernel for a free loopback TCP port.
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -27,9 +27,9 @@ type TLSMaterial struct {
 	RootCAs *x509.CertPool
 }
 
-// GenerateTLS makes a fresh ECDSA CA and server certificate in a temporary
+// generateTLS makes a fresh ECDSA CA and server certificate in a temporary
 // directory. They are valid for an hour, for IP 127.0.0.1 only.
-func GenerateTLS(tb testing.TB) TLSMaterial {
+func generateTLS(tb testing.TB) TLSMaterial {
 	tb.Helper()
 	dir := tb.TempDir()
 	now := time.Now()
@@ -106,12 +106,12 @@ type TLSServer struct {
 }
 
 // StartTLS starts a server like Start that also listens for TLS on a second
-// loopback port, with fresh material from GenerateTLS and client
+// loopback port, with fresh material from generateTLS and client
 // certificates not required.
 func StartTLS(tb testing.TB, args ...string) *TLSServer {
 	tb.Helper()
-	m := GenerateTLS(tb)
-	port, err := FreePort()
+	m := generateTLS(tb)
+	port, err := freePort()
 	if err != nil {
 		tb.Fatalf("redistest: free port: %v", err)
 	}
