@@ -18,12 +18,14 @@ const (
 // conn is one pub/sub connection and its reader goroutine.
 //
 // The reader uses its own loop over ReceiveTimeout rather than go-redis's
-// Channel: that one hides errors and resubscribes by itself, which would lose
-// the moment to wake waiters, and on a cluster it resends all shard channels
-// in one SSUBSCRIBE, which fails with CROSSSLOT when they span slots. Any
-// error therefore closes the PubSub and the reader builds a new one, except
-// a MOVED reply: that one concerns the channels of one slot, which move to
-// their new master while the others stay (see reroute).
+// Channel, which hides errors and so the moment to wake waiters. Any error
+// closes the PubSub and the reader builds a new one, except a MOVED reply:
+// that concerns the channels of one slot, which move to their new master
+// while the others stay (see reroute). go-redis has by then already redialled
+// and resubscribed inside the failed call (all shard channels in one
+// SSUBSCRIBE, which a cluster may refuse with CROSSSLOT); that connection is
+// thrown away with the PubSub, at the cost of one extra dial per failure, so
+// the hub alone decides what is subscribed where.
 type conn struct {
 	hub *Hub
 	key string // routing key; "" unless routed per cluster master
