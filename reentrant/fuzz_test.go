@@ -28,7 +28,7 @@ func FuzzLockName(f *testing.F) {
 	}
 	rdb := miniredisClient(f, miniredis.RunT(f))
 	f.Fuzz(func(t *testing.T, prefix, name string) {
-		l, err := Namespace{Prefix: prefix}.Lock(name)
+		l, err := Namespace{Prefix: prefix}.Keys(name)
 		switch {
 		case name == "" || len(name) > MaxNameLen || strings.ContainsAny(name, "{}"):
 			require.ErrorIs(t, err, ErrInvalidName)
@@ -53,7 +53,7 @@ func FuzzLockName(f *testing.F) {
 // runEveryScript runs each script on l where it does its work: acquire,
 // replay, contended acquire, re-entry, renew, inspect, partial and final
 // release, force-release of a held and of a free lock.
-func runEveryScript(t *testing.T, rdb *redis.Client, l Lock) {
+func runEveryScript(t *testing.T, rdb *redis.Client, l Keys) {
 	ctx := context.Background()
 	require.NoError(t, rdb.FlushAll(ctx).Err())
 	const lease = time.Second
@@ -73,7 +73,7 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Lock) {
 	r, err = l.Acquire(ctx, rdb, "A", "r2", lease)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, r.HoldCount)
-	errs := RenewAll(ctx, rdb, []Hold{{Lock: l, Owner: "A"}}, lease)
+	errs := RenewAll(ctx, rdb, []Hold{{Keys: l, Owner: "A"}}, lease)
 	require.NoError(t, errs[0])
 	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func FuzzOperations(f *testing.F) {
 		}
 		mr.FlushAll()
 		ns := Namespace{RequestTTL: modelRequestTTL}
-		l, err := ns.Lock("fuzz")
+		l, err := ns.Keys("fuzz")
 		require.NoError(t, err)
 		// A counter ahead of a server clock stopped at the epoch keeps
 		// tokens predictable; the clock's part has tests of its own.

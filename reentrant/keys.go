@@ -38,9 +38,11 @@ type Namespace struct {
 	RequestTTL time.Duration
 }
 
-// Lock addresses one named lock: its keys, its channel and how to publish.
-// The zero value is not usable; get one from Namespace.Lock.
-type Lock struct {
+// Keys are the key and channel names of one named lock, and how to publish
+// on its channel. They are names, not a lock: every operation on them is a
+// script call that takes the Redis client.
+// The zero value is not usable; get one from Namespace.Keys.
+type Keys struct {
 	// Name is the lock name as the user gave it.
 	Name string
 	// Hash is the key of the hash holding owner → hold count.
@@ -69,17 +71,17 @@ func ValidateName(name string) error {
 	return nil
 }
 
-// Lock validates name and derives its keys.
-func (ns Namespace) Lock(name string) (Lock, error) {
+// Keys validates name and derives its keys.
+func (ns Namespace) Keys(name string) (Keys, error) {
 	if err := ValidateName(name); err != nil {
-		return Lock{}, err
+		return Keys{}, err
 	}
 	prefix := ns.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
 	if strings.ContainsAny(prefix, "{}") {
-		return Lock{}, fmt.Errorf("%w: %q", ErrInvalidPrefix, prefix)
+		return Keys{}, fmt.Errorf("%w: %q", ErrInvalidPrefix, prefix)
 	}
 	ttl := ns.RequestTTL
 	if ttl <= 0 {
@@ -90,7 +92,7 @@ func (ns Namespace) Lock(name string) (Lock, error) {
 		publish = "spublish"
 	}
 	hash := prefix + "{" + name + "}"
-	return Lock{
+	return Keys{
 		Name:          name,
 		Hash:          hash,
 		Channel:       hash + ":released",
@@ -102,4 +104,4 @@ func (ns Namespace) Lock(name string) (Lock, error) {
 }
 
 // RequestKey is the key that remembers the result of request id.
-func (l Lock) RequestKey(id string) string { return l.requestPrefix + id }
+func (k Keys) RequestKey(id string) string { return k.requestPrefix + id }

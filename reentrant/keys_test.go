@@ -31,18 +31,18 @@ func TestValidateName(t *testing.T) {
 			continue
 		}
 		require.ErrorIs(t, err, ErrInvalidName, "name %.20q", tc.name)
-		_, err = Namespace{}.Lock(tc.name)
+		_, err = Namespace{}.Keys(tc.name)
 		require.ErrorIs(t, err, ErrInvalidName)
 	}
 }
 
 func TestInvalidPrefix(t *testing.T) {
-	_, err := Namespace{Prefix: "app{1}:"}.Lock("x")
+	_, err := Namespace{Prefix: "app{1}:"}.Keys("x")
 	require.ErrorIs(t, err, ErrInvalidPrefix)
 }
 
 func TestKeyLayout(t *testing.T) {
-	l, err := Namespace{}.Lock("orders")
+	l, err := Namespace{}.Keys("orders")
 	require.NoError(t, err)
 	require.Equal(t, "baton:{orders}", l.Hash)
 	require.Equal(t, "baton:{orders}:released", l.Channel)
@@ -50,7 +50,7 @@ func TestKeyLayout(t *testing.T) {
 	require.Equal(t, "baton:{orders}:req:abc", l.RequestKey("abc"))
 	require.Equal(t, "publish", l.publish)
 
-	l, err = Namespace{Prefix: "app:", Sharded: true}.Lock("orders")
+	l, err = Namespace{Prefix: "app:", Sharded: true}.Keys("orders")
 	require.NoError(t, err)
 	require.Equal(t, "app:{orders}", l.Hash)
 	require.Equal(t, "spublish", l.publish)
@@ -62,7 +62,7 @@ func TestDerivedKeysShareOneSlot(t *testing.T) {
 	slots := map[int]bool{}
 	for i := 0; i < 5000; i++ {
 		name := fmt.Sprintf("lock-%d:%x", i, i*7919)
-		l, err := Namespace{}.Lock(name)
+		l, err := Namespace{}.Keys(name)
 		require.NoError(t, err)
 		want := redistest.KeySlot(l.Hash)
 		for _, k := range []string{l.Channel, l.Fence, l.RequestKey("r1"), l.RequestKey(name)} {

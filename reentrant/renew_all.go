@@ -10,7 +10,7 @@ import (
 
 // Hold names one owner's hold on one lock, for batched renewal.
 type Hold struct {
-	Lock  Lock
+	Keys  Keys
 	Owner string
 }
 
@@ -58,7 +58,7 @@ func renewPipeline(ctx context.Context, rdb redis.Cmdable, holds []Hold, ms int6
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(holds))
 	for i, h := range holds {
-		cmds[i] = eval(ctx, pipe, []string{h.Lock.Hash}, h.Owner, ms)
+		cmds[i] = eval(ctx, pipe, []string{h.Keys.Hash}, h.Owner, ms)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	return cmds
@@ -68,9 +68,9 @@ func renewError(h Hold, cmd *redis.Cmd) error {
 	n, err := cmd.Int64()
 	switch {
 	case err != nil:
-		return fmt.Errorf("reentrant: renew %q: %w", h.Lock.Name, err)
+		return fmt.Errorf("reentrant: renew %q: %w", h.Keys.Name, err)
 	case n != 1:
-		return fmt.Errorf("reentrant: renew %q: %w", h.Lock.Name, ErrNotHeld)
+		return fmt.Errorf("reentrant: renew %q: %w", h.Keys.Name, ErrNotHeld)
 	}
 	return nil
 }

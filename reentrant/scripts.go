@@ -110,8 +110,8 @@ func leaseMillis(lease time.Duration) (int64, error) {
 // Acquire takes the lock for owner, or re-enters it when owner already holds
 // it. requestID must be unique per logical attempt: a repeated call with the
 // same ID replays the first result while the owner still holds the lock.
-func (l Lock) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (AcquireResult, error) {
-	return l.acquire(ctx, rdb, owner, requestID, lease, false)
+func (k Keys) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (AcquireResult, error) {
+	return k.acquire(ctx, rdb, owner, requestID, lease, false)
 }
 
 // AcquireNew takes the lock for an owner ID made for this one call, which
@@ -119,23 +119,23 @@ func (l Lock) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 // come from an earlier run of this call (a resent command, or a retry after
 // a lost reply), and it is reported as it is instead of counted again. So
 // the common path needs no request key.
-func (l Lock) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (AcquireResult, error) {
-	return l.acquire(ctx, rdb, owner, "", lease, true)
+func (k Keys) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (AcquireResult, error) {
+	return k.acquire(ctx, rdb, owner, "", lease, true)
 }
 
-func (l Lock) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool) (AcquireResult, error) {
+func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	keys := []string{l.Hash, l.Fence, l.RequestKey(requestID)}
+	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID)}
 	isNew := "0"
 	if newOwner {
 		isNew = "1"
 	}
-	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, l.requestTTL.Milliseconds(), isNew).Int64Slice()
+	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew).Int64Slice()
 	if err != nil {
-		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", l.Name, err)
+		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", k.Name, err)
 	}
 	switch {
 	case len(reply) == 3 && reply[0] == 1:
@@ -143,20 +143,20 @@ func (l Lock) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 	case len(reply) == 2 && reply[0] == 0:
 		return AcquireResult{HolderTTL: time.Duration(reply[1]) * time.Millisecond}, nil
 	}
-	return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: unexpected reply %v", l.Name, reply)
+	return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: unexpected reply %v", k.Name, reply)
 }
 
 // Release leaves one of owner's holds. lease is re-applied while holds
 // remain. requestID makes a retried call replay the first result.
-func (l Lock) Release(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (ReleaseResult, error) {
+func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (ReleaseResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return ReleaseResult{}, err
 	}
-	keys := []string{l.Hash, l.Channel, l.RequestKey(requestID)}
-	n, err := releaseScript.Run(ctx, rdb, keys, owner, ms, l.requestTTL.Milliseconds(), l.publish, releaseMessage).Int64()
+	keys := []string{k.Hash, k.Channel, k.RequestKey(requestID)}
+	n, err := releaseScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), k.publish, releaseMessage).Int64()
 	if err != nil {
-		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", l.Name, err)
+		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", k.Name, err)
 	}
 	switch {
 	case n < 0:
@@ -169,33 +169,33 @@ func (l Lock) Release(ctx context.Context, rdb redis.Scripter, owner, requestID 
 
 // Renew extends the lease when owner still holds the lock and reports
 // whether it did.
-func (l Lock) Renew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (bool, error) {
+func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return false, err
 	}
-	n, err := renewScript.Run(ctx, rdb, []string{l.Hash}, owner, ms).Int64()
+	n, err := renewScript.Run(ctx, rdb, []string{k.Hash}, owner, ms).Int64()
 	if err != nil {
-		return false, fmt.Errorf("reentrant: renew %q: %w", l.Name, err)
+		return false, fmt.Errorf("reentrant: renew %q: %w", k.Name, err)
 	}
 	return n == 1, nil
 }
 
 // ForceRelease deletes the lock whoever holds it, wakes its waiters, and
 // reports whether there was a lock to delete.
-func (l Lock) ForceRelease(ctx context.Context, rdb redis.Scripter) (bool, error) {
-	n, err := forceReleaseScript.Run(ctx, rdb, []string{l.Hash, l.Channel}, l.publish, releaseMessage).Int64()
+func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (bool, error) {
+	n, err := forceReleaseScript.Run(ctx, rdb, []string{k.Hash, k.Channel}, k.publish, releaseMessage).Int64()
 	if err != nil {
-		return false, fmt.Errorf("reentrant: force-release %q: %w", l.Name, err)
+		return false, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
 	}
 	return n == 1, nil
 }
 
 // Inspect reads the lock's holders, their counts, its TTL and its last token.
-func (l Lock) Inspect(ctx context.Context, rdb redis.Scripter) (State, error) {
-	reply, err := inspectScript.Run(ctx, rdb, []string{l.Hash, l.Fence}).Slice()
+func (k Keys) Inspect(ctx context.Context, rdb redis.Scripter) (State, error) {
+	reply, err := inspectScript.Run(ctx, rdb, []string{k.Hash, k.Fence}).Slice()
 	if err != nil {
-		return State{}, fmt.Errorf("reentrant: inspect %q: %w", l.Name, err)
+		return State{}, fmt.Errorf("reentrant: inspect %q: %w", k.Name, err)
 	}
 	return parseState(reply)
 }

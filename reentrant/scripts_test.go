@@ -14,12 +14,12 @@ import (
 
 const testLease = 10 * time.Second
 
-func setup(t *testing.T, name string) (context.Context, *redis.Client, Lock) {
+func setup(t *testing.T, name string) (context.Context, *redis.Client, Keys) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	rdb := redistest.Start(t).Client()
-	l, err := Namespace{}.Lock(name)
+	l, err := Namespace{}.Keys(name)
 	require.NoError(t, err)
 	return ctx, rdb, l
 }
@@ -146,9 +146,9 @@ func TestRenewAllBatchesAndSurvivesScriptFlush(t *testing.T) {
 	ns := Namespace{}
 	var holds []Hold
 	for i, name := range []string{"a", "b", "c"} {
-		l, err := ns.Lock(name)
+		l, err := ns.Keys(name)
 		require.NoError(t, err)
-		holds = append(holds, Hold{Lock: l, Owner: "A"})
+		holds = append(holds, Hold{Keys: l, Owner: "A"})
 		if i < 2 {
 			_, err = l.Acquire(ctx, rdb, "A", "r", time.Second)
 			require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestRenewAllBatchesAndSurvivesScriptFlush(t *testing.T) {
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	require.ErrorIs(t, errs[2], ErrNotHeld)
-	require.Greater(t, rdb.PTTL(ctx, holds[0].Lock.Hash).Val(), 5*time.Second)
+	require.Greater(t, rdb.PTTL(ctx, holds[0].Keys.Hash).Val(), 5*time.Second)
 }
 
 func TestForceRelease(t *testing.T) {
@@ -215,7 +215,7 @@ func TestInvalidLease(t *testing.T) {
 
 func TestShardedPublish(t *testing.T) {
 	ctx, rdb, _ := setup(t, "unused")
-	l, err := Namespace{Sharded: true}.Lock("sharded")
+	l, err := Namespace{Sharded: true}.Keys("sharded")
 	require.NoError(t, err)
 	sub := rdb.SSubscribe(ctx, l.Channel)
 	defer sub.Close()
@@ -266,7 +266,7 @@ func TestTokensKeepRisingAcrossRestartWithoutPersistence(t *testing.T) {
 	defer cancel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	l, err := Namespace{}.Lock("restart")
+	l, err := Namespace{}.Keys("restart")
 	require.NoError(t, err)
 	var before uint64
 	for i := 0; i < 5; i++ {

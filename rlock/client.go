@@ -62,7 +62,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	_, isCluster := rdb.(*redis.ClusterClient)
 	sharded := isCluster && !cfg.classicPubSub
 	ns := reentrant.Namespace{Prefix: cfg.prefix, Sharded: sharded, RequestTTL: requestTTL(rdb)}
-	if _, err := ns.Lock("probe"); err != nil {
+	if _, err := ns.Keys("probe"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	id := randomHex(8)
@@ -175,8 +175,8 @@ func (c *Client) background(f func()) {
 	}()
 }
 
-func (c *Client) lockKeys(name string) (reentrant.Lock, error) {
-	k, err := c.ns.Lock(name)
+func (c *Client) lockKeys(name string) (reentrant.Keys, error) {
+	k, err := c.ns.Keys(name)
 	if errors.Is(err, reentrant.ErrInvalidName) {
 		return k, fmt.Errorf("%w: %w", ErrInvalidName, err)
 	}

@@ -29,7 +29,7 @@ type holdKey struct{ name, owner string }
 type hold struct {
 	key     holdKey
 	token   uint64
-	lock    reentrant.Lock
+	lock    reentrant.Keys
 	lease   time.Duration   // re-applied on partial release
 	watch   *watchdog.Lease // nil for fixed leases
 	handles map[*Lock]struct{}
@@ -115,7 +115,7 @@ func (c *Client) join(l *Lock, acquiredAt time.Time, watched bool) error {
 		return nil
 	}
 	// Watch outside c.mu: the watchdog calls back into lost, which takes it.
-	w, err := c.wd.Watch(reentrant.Hold{Lock: l.keys, Owner: l.owner}, acquiredAt, func(cause error) {
+	w, err := c.wd.Watch(reentrant.Hold{Keys: l.keys, Owner: l.owner}, acquiredAt, func(cause error) {
 		c.lost(h, cause)
 	})
 	if err != nil {

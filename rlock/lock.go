@@ -34,7 +34,7 @@ var errLeaseExpired = fmt.Errorf("%w: fixed lease expired", ErrLockLost)
 // one of them has unlocked. A Lock is safe for concurrent use.
 type Lock struct {
 	c     *Client
-	keys  reentrant.Lock
+	keys  reentrant.Keys
 	owner string
 	token uint64
 	lease time.Duration // re-applied by a partial release
@@ -49,7 +49,7 @@ type Lock struct {
 	unlocked  bool
 }
 
-func (c *Client) newHandle(parent context.Context, k reentrant.Lock, owner string, token uint64, lc lockConfig, acquiredAt time.Time) *Lock {
+func (c *Client) newHandle(parent context.Context, k reentrant.Keys, owner string, token uint64, lc lockConfig, acquiredAt time.Time) *Lock {
 	l := &Lock{c: c, keys: k, owner: owner, token: token, lease: c.cfg.watchdogLease, unlockReq: newRequestID()}
 	ctx, cancel := context.WithCancelCause(WithOwner(parent, owner))
 	l.ctx, l.cancel, l.stop = ctx, cancel, func() {}

@@ -47,7 +47,7 @@ func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (
 type attempt struct {
 	c     *Client
 	ctx   context.Context // the caller's
-	keys  reentrant.Lock
+	keys  reentrant.Keys
 	owner string
 	// newOwner: the owner was made for this call, not taken from ctx.
 	newOwner bool
