@@ -57,42 +57,43 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Keys) {
 	ctx := context.Background()
 	require.NoError(t, rdb.FlushAll(ctx).Err())
 	const lease = time.Second
-	r, err := l.Acquire(ctx, rdb, "A", "r1", lease)
+	r, err := l.Acquire(ctx, rdb, "A", "r1", lease, 0)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.EqualValues(t, 1, r.HoldCount)
 	require.Positive(t, r.Token)
 	first := r.Token
-	r, err = l.Acquire(ctx, rdb, "A", "r1", lease)
+	r, err = l.Acquire(ctx, rdb, "A", "r1", lease, 0)
 	require.NoError(t, err)
 	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first}, r, "replayed")
 	r, err = l.AcquireNew(ctx, rdb, "B", lease)
 	require.NoError(t, err)
 	require.False(t, r.Acquired)
 	require.Positive(t, r.HolderTTL)
-	r, err = l.Acquire(ctx, rdb, "A", "r2", lease)
+	r, err = l.Acquire(ctx, rdb, "A", "r2", lease, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, r.HoldCount)
-	errs := RenewAll(ctx, rdb, []Hold{{Keys: l, Owner: "A"}}, lease)
+	errs := RenewAll(ctx, rdb, []Hold{{Keys: l, Owner: "A", Token: first}}, lease)
 	require.NoError(t, errs[0])
 	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"A": 2}, st.Holders)
-	rel, err := l.Release(ctx, rdb, "A", "r3", lease)
+	rel, err := l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "r3")
 	require.NoError(t, err)
 	require.Equal(t, StillHeld, rel.Status)
-	rel, err = l.Release(ctx, rdb, "A", "r4", lease)
+	rel, err = l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "r4")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	r, err = l.AcquireNew(ctx, rdb, "B", lease)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
-	ok, err := l.ForceRelease(ctx, rdb)
+	held := currentToken(t, rdb, l)
+	deleted, err := l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = l.ForceRelease(ctx, rdb)
+	require.Equal(t, held, deleted)
+	deleted, err = l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
-	require.False(t, ok, "already free")
+	require.Zero(t, deleted, "already free")
 }
 
 // miniredisClient connects to mr, and fails a call that hangs rather than
@@ -157,7 +158,7 @@ func FuzzOperations(f *testing.F) {
 					acquires = append(acquires, req)
 				}
 				step += fmt.Sprintf("(%s,%s,%v)", req.owner, req.id, req.lease)
-				got, err := l.Acquire(ctx, rdb, req.owner, req.id, req.lease)
+				got, err := l.Acquire(ctx, rdb, req.owner, req.id, req.lease, 0)
 				if want := m.acquire(req.owner, req.id, req.lease); err != nil || got != want {
 					fail("got %+v, %v; want %+v", got, err, want)
 				}
@@ -178,13 +179,13 @@ func FuzzOperations(f *testing.F) {
 					releases = append(releases, req)
 				}
 				step += fmt.Sprintf("(%s,%s,%v)", req.owner, req.id, req.lease)
-				got, err := l.Release(ctx, rdb, req.owner, req.id, req.lease)
-				if want := m.release(req.owner, req.id, req.lease); err != nil || got != want {
+				got, err := l.Release(ctx, rdb, req.owner, currentToken(t, rdb, l), req.id)
+				if want := m.release(req.owner, req.id); err != nil || got != want {
 					fail("got %+v, %v; want %+v", got, err, want)
 				}
 			case opRenew:
 				step += fmt.Sprintf("(%s,%v)", owner, lease)
-				got, err := l.Renew(ctx, rdb, owner, lease)
+				got, err := l.Renew(ctx, rdb, owner, currentToken(t, rdb, l), lease)
 				if want := m.renew(owner, lease); err != nil || got != want {
 					fail("got %v, %v; want %v", got, err, want)
 				}
@@ -293,17 +294,15 @@ func (m *model) acquireNew(owner string, lease time.Duration) AcquireResult {
 	return m.take(owner, lease)
 }
 
-func (m *model) release(owner, id string, lease time.Duration) ReleaseResult {
+func (m *model) release(owner, id string) ReleaseResult {
 	if r, ok := m.reqs[id]; ok {
 		return releaseResult(r.count)
 	}
 	if m.owner != owner {
 		return ReleaseResult{Status: NotHeld}
 	}
-	m.count--
-	if m.count > 0 {
-		m.ttl = lease
-	} else {
+	m.count-- // the lease stays as it is
+	if m.count == 0 {
 		m.owner = ""
 	}
 	m.remember(id, m.count, 0)
@@ -321,14 +320,17 @@ func (m *model) renew(owner string, lease time.Duration) bool {
 	if m.owner != owner {
 		return false
 	}
-	m.ttl = lease
+	m.ttl = max(m.ttl, lease) // renewal never shortens
 	return true
 }
 
-func (m *model) force() bool {
-	held := m.owner != ""
+// force returns the token of the hold it deleted, 0 when none.
+func (m *model) force() uint64 {
+	if m.owner == "" {
+		return 0
+	}
 	m.owner = ""
-	return held
+	return m.fence
 }
 
 func (m *model) advance(d time.Duration) {

@@ -12,6 +12,7 @@ import (
 type Hold struct {
 	Keys  Keys
 	Owner string
+	Token uint64
 }
 
 // RenewAll renews every hold in one pipeline: one round trip on a single
@@ -58,7 +59,7 @@ func renewPipeline(ctx context.Context, rdb redis.Cmdable, holds []Hold, ms int6
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(holds))
 	for i, h := range holds {
-		cmds[i] = eval(ctx, pipe, []string{h.Keys.Hash}, h.Owner, ms)
+		cmds[i] = eval(ctx, pipe, []string{h.Keys.Hash, h.Keys.Fence}, h.Owner, formatToken(h.Token), ms)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	return cmds

@@ -35,9 +35,8 @@ var (
 // need the wake-up; the payload carries nothing.
 const releaseMessage = "0"
 
-// ErrInvalidLease reports a lease shorter than one millisecond, the
-// resolution of PEXPIRE.
-var ErrInvalidLease = errors.New("reentrant: lease must be at least 1ms")
+// ErrInvalidLease reports a lease that is not positive.
+var ErrInvalidLease = errors.New("reentrant: lease must be positive")
 
 // ErrNotHeld is what RenewAll reports for a hold whose owner no longer holds
 // the lock.
@@ -55,6 +54,9 @@ type AcquireResult struct {
 	// Acquired, as PTTL reads it: zero in the lease's last millisecond,
 	// negative when Redis reported no expiry.
 	HolderTTL time.Duration
+	// HoldGone reports that the hold a re-entry named by token no longer
+	// exists: nothing changed.
+	HoldGone bool
 }
 
 // ReleaseStatus says what a release did.
@@ -99,19 +101,23 @@ type State struct {
 	LastToken uint64
 }
 
+// leaseMillis is lease in whole milliseconds, the resolution of PEXPIRE,
+// rounded up: Redis must never expire a lock before the caller's lease ends.
 func leaseMillis(lease time.Duration) (int64, error) {
-	ms := lease.Milliseconds()
-	if ms < 1 {
+	if lease <= 0 {
 		return 0, fmt.Errorf("%w: got %v", ErrInvalidLease, lease)
 	}
-	return ms, nil
+	return int64((lease + time.Millisecond - 1) / time.Millisecond), nil
 }
 
 // Acquire takes the lock for owner, or re-enters it when owner already holds
-// it. requestID must be unique per logical attempt: a repeated call with the
-// same ID replays the first result while the owner still holds the lock.
-func (k Keys) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (AcquireResult, error) {
-	return k.acquire(ctx, rdb, owner, requestID, lease, false)
+// it. With a non-zero token it only re-enters the hold of that token, and
+// reports HoldGone when that hold no longer exists. requestID must be unique
+// per logical attempt: a repeated call with the same ID replays the first
+// result while the owner still holds the lock. The lease is applied rounded
+// up to whole milliseconds, and re-entry never shortens the lease.
+func (k Keys) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64) (AcquireResult, error) {
+	return k.acquire(ctx, rdb, owner, requestID, lease, false, token)
 }
 
 // AcquireNew takes the lock for an owner ID made for this one call, which
@@ -120,10 +126,10 @@ func (k Keys) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 // a lost reply), and it is reported as it is instead of counted again. So
 // the common path needs no request key.
 func (k Keys) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (AcquireResult, error) {
-	return k.acquire(ctx, rdb, owner, "", lease, true)
+	return k.acquire(ctx, rdb, owner, "", lease, true, 0)
 }
 
-func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool) (AcquireResult, error) {
+func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, token uint64) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return AcquireResult{}, err
@@ -133,7 +139,7 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 	if newOwner {
 		isNew = "1"
 	}
-	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew).Int64Slice()
+	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew, formatToken(token)).Int64Slice()
 	if err != nil {
 		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", k.Name, err)
 	}
@@ -142,19 +148,19 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2])}, nil
 	case len(reply) == 2 && reply[0] == 0:
 		return AcquireResult{HolderTTL: time.Duration(reply[1]) * time.Millisecond}, nil
+	case len(reply) == 1 && reply[0] == -1:
+		return AcquireResult{HoldGone: true}, nil
 	}
 	return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: unexpected reply %v", k.Name, reply)
 }
 
-// Release leaves one of owner's holds. lease is re-applied while holds
-// remain. requestID makes a retried call replay the first result.
-func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration) (ReleaseResult, error) {
-	ms, err := leaseMillis(lease)
-	if err != nil {
-		return ReleaseResult{}, err
-	}
-	keys := []string{k.Hash, k.Channel, k.RequestKey(requestID)}
-	n, err := releaseScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), k.publish, releaseMessage).Int64()
+// Release leaves one of owner's holds on the hold of token; it reports
+// NotHeld, changing nothing, when owner does not hold the lock under that
+// token. The lease is left as it is. requestID makes a retried call replay
+// the first result.
+func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
+	keys := []string{k.Hash, k.Channel, k.RequestKey(requestID), k.Fence}
+	n, err := releaseScript.Run(ctx, rdb, keys, owner, formatToken(token), k.requestTTL.Milliseconds(), k.publish, releaseMessage).Int64()
 	if err != nil {
 		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", k.Name, err)
 	}
@@ -167,29 +173,32 @@ func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner, requestID 
 	return ReleaseResult{Status: StillHeld, Remaining: n}, nil
 }
 
-// Renew extends the lease when owner still holds the lock and reports
-// whether it did.
-func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (bool, error) {
+// Renew makes sure the lock has at least lease left when owner still holds
+// it under token (it never shortens a lease), and reports whether owner did.
+func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return false, err
 	}
-	n, err := renewScript.Run(ctx, rdb, []string{k.Hash}, owner, ms).Int64()
+	n, err := renewScript.Run(ctx, rdb, []string{k.Hash, k.Fence}, owner, formatToken(token), ms).Int64()
 	if err != nil {
 		return false, fmt.Errorf("reentrant: renew %q: %w", k.Name, err)
 	}
 	return n == 1, nil
 }
 
-// ForceRelease deletes the lock whoever holds it, wakes its waiters, and
-// reports whether there was a lock to delete.
-func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (bool, error) {
-	n, err := forceReleaseScript.Run(ctx, rdb, []string{k.Hash, k.Channel}, k.publish, releaseMessage).Int64()
+// ForceRelease deletes the lock whoever holds it and wakes its waiters. It
+// returns the token of the hold it deleted, or 0 when the lock was free.
+func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (uint64, error) {
+	n, err := forceReleaseScript.Run(ctx, rdb, []string{k.Hash, k.Channel, k.Fence}, k.publish, releaseMessage).Int64()
 	if err != nil {
-		return false, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
+		return 0, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
 	}
-	return n == 1, nil
+	return uint64(n), nil
 }
+
+// formatToken writes a token as the scripts compare it with the counter.
+func formatToken(token uint64) string { return strconv.FormatUint(token, 10) }
 
 // Inspect reads the lock's holders, their counts, its TTL and its last token.
 func (k Keys) Inspect(ctx context.Context, rdb redis.Scripter) (State, error) {

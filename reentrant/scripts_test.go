@@ -24,20 +24,31 @@ func setup(t *testing.T, name string) (context.Context, *redis.Client, Keys) {
 	return ctx, rdb, l
 }
 
+// currentToken reads the fencing counter, which is the token of the hold
+// that holds l.
+func currentToken(t *testing.T, rdb *redis.Client, l Keys) uint64 {
+	t.Helper()
+	n, err := rdb.Get(context.Background(), l.Fence).Uint64()
+	if err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func TestAcquireReenterRelease(t *testing.T) {
 	ctx, rdb, l := setup(t, "orders")
 
-	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease)
+	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.EqualValues(t, 1, r.HoldCount)
 	first := r.Token
 
-	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease)
+	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0)
 	require.NoError(t, err)
 	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first}, r, "re-entry keeps the token")
 
-	other, err := l.Acquire(ctx, rdb, "B", "r3", testLease)
+	other, err := l.Acquire(ctx, rdb, "B", "r3", testLease, 0)
 	require.NoError(t, err)
 	require.False(t, other.Acquired)
 	require.InDelta(t, testLease, other.HolderTTL, float64(time.Second), "B gets the holder's PTTL")
@@ -47,11 +58,11 @@ func TestAcquireReenterRelease(t *testing.T) {
 	require.Equal(t, map[string]int64{"A": 2}, st.Holders)
 	require.Equal(t, first, st.LastToken)
 
-	rel, err := l.Release(ctx, rdb, "B", "r4", testLease)
+	rel, err := l.Release(ctx, rdb, "B", currentToken(t, rdb, l), "r4")
 	require.NoError(t, err)
 	require.Equal(t, NotHeld, rel.Status, "a non-owner cannot release")
 
-	rel, err = l.Release(ctx, rdb, "A", "r5", testLease)
+	rel, err = l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "r5")
 	require.NoError(t, err)
 	require.Equal(t, ReleaseResult{Status: StillHeld, Remaining: 1}, rel)
 
@@ -60,7 +71,7 @@ func TestAcquireReenterRelease(t *testing.T) {
 	_, err = sub.Receive(ctx) // subscription confirmed
 	require.NoError(t, err)
 
-	rel, err = l.Release(ctx, rdb, "A", "r6", testLease)
+	rel, err = l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "r6")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	msg, err := sub.ReceiveMessage(ctx)
@@ -68,7 +79,7 @@ func TestAcquireReenterRelease(t *testing.T) {
 	require.Equal(t, l.Channel, msg.Channel, "freeing the lock publishes")
 	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
 
-	r, err = l.Acquire(ctx, rdb, "B", "r7", testLease)
+	r, err = l.Acquire(ctx, rdb, "B", "r7", testLease, 0)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.Greater(t, r.Token, first, "a new holder gets a higher token")
@@ -81,7 +92,7 @@ func TestRequestIDReplays(t *testing.T) {
 
 	var first uint64
 	for i := 0; i < 2; i++ {
-		r, err := l.Acquire(ctx, rdb, "A", "same", testLease)
+		r, err := l.Acquire(ctx, rdb, "A", "same", testLease, 0)
 		require.NoError(t, err)
 		if i == 0 {
 			first = r.Token
@@ -92,10 +103,10 @@ func TestRequestIDReplays(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"A": 1}, st.Holders, "hold count still 1")
 
-	_, err = l.Acquire(ctx, rdb, "A", "second", testLease)
+	_, err = l.Acquire(ctx, rdb, "A", "second", testLease, 0)
 	require.NoError(t, err)
 	for i := 0; i < 2; i++ {
-		rel, err := l.Release(ctx, rdb, "A", "rel", testLease)
+		rel, err := l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "rel")
 		require.NoError(t, err)
 		require.Equal(t, ReleaseResult{Status: StillHeld, Remaining: 1}, rel, "run %d", i)
 	}
@@ -106,37 +117,101 @@ func TestRequestIDReplays(t *testing.T) {
 	// A remembered acquire is not replayed once the owner has lost the lock.
 	_, err = l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
-	r, err := l.Acquire(ctx, rdb, "A", "same", testLease)
+	r, err := l.Acquire(ctx, rdb, "A", "same", testLease, 0)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.EqualValues(t, 1, r.HoldCount)
 	require.Greater(t, r.Token, first, "fresh acquisition, fresh token")
 }
 
+// A token tells one owner's holds apart: a release, renewal or re-entry
+// meant for a hold that has ended changes nothing in the owner's next hold.
+func TestStaleTokenChangesNothing(t *testing.T) {
+	ctx, rdb, l := setup(t, "stale")
+	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
+	require.NoError(t, err)
+	old := r.Token
+	_, err = l.ForceRelease(ctx, rdb)
+	require.NoError(t, err)
+	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0)
+	require.NoError(t, err)
+	require.Greater(t, r.Token, old)
+
+	rel, err := l.Release(ctx, rdb, "A", old, "r3")
+	require.NoError(t, err)
+	require.Equal(t, NotHeld, rel.Status)
+	ok, err := l.Renew(ctx, rdb, "A", old, testLease)
+	require.NoError(t, err)
+	require.False(t, ok)
+	again, err := l.Acquire(ctx, rdb, "A", "r4", testLease, old)
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{HoldGone: true}, again)
+	st, err := l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"A": 1}, st.Holders, "the new hold is untouched")
+
+	again, err = l.Acquire(ctx, rdb, "A", "r5", testLease, r.Token)
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: r.Token}, again)
+	_, err = l.ForceRelease(ctx, rdb)
+	require.NoError(t, err)
+	again, err = l.Acquire(ctx, rdb, "A", "r6", testLease, r.Token)
+	require.NoError(t, err)
+	require.True(t, again.HoldGone, "a re-entry never takes a free lock")
+	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
+}
+
+// Neither a partial release nor a renewal shortens the lease: a nested hold
+// with a longer lease keeps what it was promised (issue 9, failure 1).
+func TestPartialReleaseAndRenewalKeepTheLongestLease(t *testing.T) {
+	ctx, rdb, l := setup(t, "keep")
+	r, err := l.Acquire(ctx, rdb, "A", "outer", 500*time.Millisecond, 0)
+	require.NoError(t, err)
+	_, err = l.Acquire(ctx, rdb, "A", "inner", testLease, r.Token)
+	require.NoError(t, err)
+	ok, err := l.Renew(ctx, rdb, "A", r.Token, 500*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), testLease/2, "renewal kept the longer lease")
+	rel, err := l.Release(ctx, rdb, "A", r.Token, "leave-outer")
+	require.NoError(t, err)
+	require.Equal(t, StillHeld, rel.Status)
+	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), testLease/2, "partial release kept the lease")
+}
+
+// A fractional-millisecond lease goes to Redis rounded up, never down, so
+// Redis never expires the lock before the caller's lease ends.
+func TestFractionalLeaseRoundsUp(t *testing.T) {
+	ctx, rdb, l := setup(t, "fraction")
+	_, err := l.AcquireNew(ctx, rdb, "A", 40*time.Millisecond+950*time.Microsecond)
+	require.NoError(t, err)
+	require.Equal(t, int64(41), rdb.PTTL(ctx, l.Hash).Val().Milliseconds())
+}
+
 func TestReentryNeverShortensLease(t *testing.T) {
 	ctx, rdb, l := setup(t, "lease")
-	_, err := l.Acquire(ctx, rdb, "A", "r1", testLease)
+	_, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, rdb, "A", "r2", 50*time.Millisecond)
+	_, err = l.Acquire(ctx, rdb, "A", "r2", 50*time.Millisecond, 0)
 	require.NoError(t, err)
 	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), testLease/2)
 }
 
 func TestRenew(t *testing.T) {
 	ctx, rdb, l := setup(t, "renew")
-	ok, err := l.Renew(ctx, rdb, "A", testLease)
+	ok, err := l.Renew(ctx, rdb, "A", currentToken(t, rdb, l), testLease)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Zero(t, rdb.Exists(ctx, l.Hash).Val(), "renew never creates a lock")
 
-	_, err = l.Acquire(ctx, rdb, "A", "r1", time.Second)
+	_, err = l.Acquire(ctx, rdb, "A", "r1", time.Second, 0)
 	require.NoError(t, err)
-	ok, err = l.Renew(ctx, rdb, "A", testLease)
+	ok, err = l.Renew(ctx, rdb, "A", currentToken(t, rdb, l), testLease)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), 5*time.Second)
 
-	ok, err = l.Renew(ctx, rdb, "B", testLease)
+	ok, err = l.Renew(ctx, rdb, "B", currentToken(t, rdb, l), testLease)
 	require.NoError(t, err)
 	require.False(t, ok, "only the holder renews")
 }
@@ -148,11 +223,13 @@ func TestRenewAllBatchesAndSurvivesScriptFlush(t *testing.T) {
 	for i, name := range []string{"a", "b", "c"} {
 		l, err := ns.Keys(name)
 		require.NoError(t, err)
-		holds = append(holds, Hold{Keys: l, Owner: "A"})
+		hold := Hold{Keys: l, Owner: "A", Token: 1}
 		if i < 2 {
-			_, err = l.Acquire(ctx, rdb, "A", "r", time.Second)
+			r, err := l.Acquire(ctx, rdb, "A", "r", time.Second, 0)
 			require.NoError(t, err)
+			hold.Token = r.Token
 		}
+		holds = append(holds, hold)
 	}
 	require.NoError(t, rdb.ScriptFlush(ctx).Err())
 	errs := RenewAll(ctx, rdb, holds, testLease)
@@ -164,13 +241,13 @@ func TestRenewAllBatchesAndSurvivesScriptFlush(t *testing.T) {
 
 func TestForceRelease(t *testing.T) {
 	ctx, rdb, l := setup(t, "force")
-	ok, err := l.ForceRelease(ctx, rdb)
+	deleted, err := l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
-	require.False(t, ok)
+	require.Zero(t, deleted)
 
-	_, err = l.Acquire(ctx, rdb, "A", "r1", testLease)
+	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, rdb, "A", "r2", testLease)
+	_, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0)
 	require.NoError(t, err)
 	n, err := rdb.Publish(ctx, l.Channel, "x").Result() // no subscriber yet
 	require.NoError(t, err)
@@ -180,9 +257,9 @@ func TestForceRelease(t *testing.T) {
 	defer sub.Close()
 	_, err = sub.Receive(ctx)
 	require.NoError(t, err)
-	ok, err = l.ForceRelease(ctx, rdb)
+	deleted, err = l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.Equal(t, r.Token, deleted, "it names the hold it deleted")
 	_, err = sub.ReceiveMessage(ctx)
 	require.NoError(t, err)
 	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
@@ -193,23 +270,21 @@ func TestFencingTokensIncrease(t *testing.T) {
 	var last uint64
 	for i := 0; i < 100; i++ {
 		owner := fmt.Sprint("owner-", i%7)
-		r, err := l.Acquire(ctx, rdb, owner, fmt.Sprint("acq-", i), testLease)
+		r, err := l.Acquire(ctx, rdb, owner, fmt.Sprint("acq-", i), testLease, 0)
 		require.NoError(t, err)
 		require.True(t, r.Acquired)
 		require.Greater(t, r.Token, last)
 		last = r.Token
-		_, err = l.Release(ctx, rdb, owner, fmt.Sprint("rel-", i), testLease)
+		_, err = l.Release(ctx, rdb, owner, currentToken(t, rdb, l), fmt.Sprint("rel-", i))
 		require.NoError(t, err)
 	}
 }
 
 func TestInvalidLease(t *testing.T) {
 	_, rdb, l := setup(t, "bad")
-	_, err := l.Acquire(context.Background(), rdb, "A", "r", 0)
+	_, err := l.Acquire(context.Background(), rdb, "A", "r", 0, 0)
 	require.ErrorIs(t, err, ErrInvalidLease)
-	_, err = l.Release(context.Background(), rdb, "A", "r", -time.Second)
-	require.ErrorIs(t, err, ErrInvalidLease)
-	_, err = l.Renew(context.Background(), rdb, "A", time.Microsecond)
+	_, err = l.Renew(context.Background(), rdb, "A", 1, -time.Microsecond)
 	require.ErrorIs(t, err, ErrInvalidLease)
 }
 
@@ -221,9 +296,9 @@ func TestShardedPublish(t *testing.T) {
 	defer sub.Close()
 	_, err = sub.Receive(ctx)
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, rdb, "A", "r1", testLease)
+	_, err = l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
 	require.NoError(t, err)
-	rel, err := l.Release(ctx, rdb, "A", "r2", testLease)
+	rel, err := l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "r2")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	msg, err := sub.ReceiveMessage(ctx)
@@ -253,7 +328,7 @@ func TestAcquireNewIsIdempotentWithoutRequestKey(t *testing.T) {
 	require.False(t, r.Acquired)
 	require.Positive(t, r.HolderTTL)
 
-	r, err = l.Acquire(ctx, rdb, "fresh", "nested", testLease) // re-entry through the handle's owner
+	r, err = l.Acquire(ctx, rdb, "fresh", "nested", testLease, 0) // re-entry through the handle's owner
 	require.NoError(t, err)
 	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first}, r)
 }
@@ -270,10 +345,10 @@ func TestTokensKeepRisingAcrossRestartWithoutPersistence(t *testing.T) {
 	require.NoError(t, err)
 	var before uint64
 	for i := 0; i < 5; i++ {
-		r, err := l.Acquire(ctx, rdb, "A", fmt.Sprint("a", i), testLease)
+		r, err := l.Acquire(ctx, rdb, "A", fmt.Sprint("a", i), testLease, 0)
 		require.NoError(t, err)
 		before = r.Token
-		_, err = l.Release(ctx, rdb, "A", fmt.Sprint("r", i), testLease)
+		_, err = l.Release(ctx, rdb, "A", currentToken(t, rdb, l), fmt.Sprint("r", i))
 		require.NoError(t, err)
 	}
 	now := uint64(time.Now().UnixMicro())
@@ -281,7 +356,7 @@ func TestTokensKeepRisingAcrossRestartWithoutPersistence(t *testing.T) {
 
 	srv.Restart()
 	require.Eventually(t, func() bool { return rdb.Ping(ctx).Err() == nil }, 5*time.Second, 10*time.Millisecond)
-	r, err := l.Acquire(ctx, rdb, "B", "after", testLease)
+	r, err := l.Acquire(ctx, rdb, "B", "after", testLease, 0)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.Greater(t, r.Token, before, "a token after the restart beats every token before it")

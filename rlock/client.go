@@ -115,7 +115,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	c.endHolds(func(h *hold) bool { return h.key.name == name }, errForceUnlocked)
-	return deleted, nil
+	return deleted != 0, nil
 }
 
 // Inspect reads a lock's holders, hold counts, remaining lease and last
@@ -148,7 +148,7 @@ func (c *Client) Close() error {
 		defer cancel()
 		for _, h := range ended {
 			for range h.handles {
-				_, _ = h.lock.Release(ctx, c.rdb, h.key.owner, newRequestID(), h.lease)
+				_, _ = h.lock.Release(ctx, c.rdb, h.key.owner, h.token, newRequestID())
 			}
 		}
 		// endHolds took c.mu after closed was set, so no clean-up starts

@@ -115,7 +115,7 @@ func (c *Client) join(l *Lock, acquiredAt time.Time, watched bool) error {
 		return nil
 	}
 	// Watch outside c.mu: the watchdog calls back into lost, which takes it.
-	w, err := c.wd.Watch(reentrant.Hold{Keys: l.keys, Owner: l.owner}, acquiredAt, func(cause error) {
+	w, err := c.wd.Watch(reentrant.Hold{Keys: l.keys, Owner: l.owner, Token: l.token}, acquiredAt, func(cause error) {
 		c.lost(h, cause)
 	})
 	if err != nil {

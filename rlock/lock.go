@@ -94,7 +94,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.done()
 		return cause
 	}
-	res, err := l.keys.Release(ctx, l.c.rdb, l.owner, l.unlockReq, l.lease)
+	res, err := l.keys.Release(ctx, l.c.rdb, l.owner, l.token, l.unlockReq)
 	if err != nil {
 		return err
 	}

@@ -161,7 +161,7 @@ func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
 	if err := a.c.join(l, sentAt, !a.cfg.leaseSet); err != nil {
 		// Closed between the acquire and the bookkeeping: give it back.
 		l.done()
-		a.releaseQuietly()
+		a.releaseQuietly(res.Token)
 		return nil, 0, err
 	}
 	return l, 0, nil
@@ -176,7 +176,7 @@ func (a *attempt) undo(requestID string) {
 	defer cancel()
 	res, err := a.acquire(ctx, requestID)
 	if err == nil && res.Acquired {
-		_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, newRequestID(), a.lease)
+		_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, res.Token, newRequestID())
 	}
 }
 
@@ -186,13 +186,13 @@ func (a *attempt) acquire(ctx context.Context, requestID string) (reentrant.Acqu
 	if a.newOwner {
 		return a.keys.AcquireNew(ctx, a.c.rdb, a.owner, a.lease)
 	}
-	return a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease)
+	return a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease, 0)
 }
 
-func (a *attempt) releaseQuietly() {
+func (a *attempt) releaseQuietly(token uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
-	_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, newRequestID(), a.lease)
+	_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, token, newRequestID())
 }
 
 // waitError maps an error from the hub to the caller's terms.
