@@ -15,7 +15,9 @@
 // Invariants:
 //   - Validity is measured on the local monotonic clock. A lease's deadline
 //     is the time its last successful renewal (or the command that took it)
-//     was sent, plus Lease. The lease is lost at that deadline, not before
+//     was sent, plus Lease, minus Margin (the clock-drift allowance). Taking
+//     the send time, not the reply's, matters: the store may apply the
+//     command at any moment in between. The lease is lost at that deadline, not before
 //     and not a tick later, even while a renew call hangs: deadlines are
 //     enforced by a timer of their own, and every renew call is cancelled
 //     at most one tick after its round starts.

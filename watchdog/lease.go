@@ -31,7 +31,8 @@ type leaseOwner interface {
 func (l *Lease) Stop() bool { return l.owner.stop(l) }
 
 // Deadline returns the local validity deadline: when the last successful
-// renewal (or the command that took the lease) was sent, plus Lease. After
+// renewal (or the command that took the lease) was sent, plus Lease minus
+// Margin. After
 // a loss or Stop it keeps its last value.
 func (l *Lease) Deadline() time.Time { return l.owner.deadlineOf(l) }
 

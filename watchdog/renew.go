@@ -62,8 +62,8 @@ func (s *Scheduler[T]) startRound(now time.Time, done chan<- struct{}) bool {
 // now - tick/2, earliest deadline first, so that leases a timed-out round did
 // not reach go first in the next.
 func (s *Scheduler[T]) dueAt(now time.Time) []*entry[T] {
-	// deadline = last renewal + lease, so this cutoff is the rule above.
-	cutoff := now.Add(s.lease - s.tick/2)
+	// deadline = last renewal + valid, so this cutoff is the rule above.
+	cutoff := now.Add(s.valid - s.tick/2)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var due []*entry[T]
@@ -83,11 +83,23 @@ func (s *Scheduler[T]) renewRound(due []*entry[T]) {
 	defer cancel()
 	batch := make([]*entry[T], 0, min(len(due), s.batchSize))
 	items := make([]T, 0, cap(batch))
+	var round Round
+	start := time.Now()
 	for len(due) > 0 {
 		batch, items, due = s.nextBatch(batch[:0], items[:0], due)
 		sent := time.Now()
-		s.apply(batch, s.call(ctx, items), sent)
+		round.add(s.apply(batch, s.call(ctx, items), sent))
 	}
+	if s.onRound != nil && round.Leases > 0 {
+		round.Duration = time.Since(start)
+		s.onRound(round)
+	}
+}
+
+func (r *Round) add(b Round) {
+	r.Leases += b.Leases
+	r.Failed += b.Failed
+	r.Lost += b.Lost
 }
 
 // nextBatch takes up to batchSize leases from due that are still live: a
@@ -130,9 +142,12 @@ func repeat(err error, n int) []error {
 	return errs
 }
 
-// apply records the answers to a batch sent at sent.
-func (s *Scheduler[T]) apply(batch []*entry[T], results []error, sent time.Time) {
+// apply records the answers to a batch sent at sent, and reports them.
+func (s *Scheduler[T]) apply(batch []*entry[T], results []error, sent time.Time) Round {
 	var losses []loss
+	var renewed []*entry[T]
+	round := Round{Leases: len(batch)}
+	deadline := sent.Add(s.valid)
 	s.mu.Lock()
 	now := time.Now()
 	for i, e := range batch {
@@ -141,21 +156,30 @@ func (s *Scheduler[T]) apply(batch []*entry[T], results []error, sent time.Time)
 		}
 		switch err := results[i]; {
 		case err == nil && now.Before(e.deadline):
-			e.deadline = sent.Add(s.lease)
+			e.deadline = deadline
 			e.lastErr = nil
 			heap.Fix(&s.leases, e.index)
 			s.renewed.Add(1)
+			renewed = append(renewed, e)
 		case err == nil:
 			// Answered at or after the deadline: the lease was lost then,
 			// and expire, due now, reports it.
 		case errors.Is(err, ErrNotHeld):
 			heap.Remove(&s.leases, e.index)
 			losses = append(losses, loss{e.onLost, err})
+			round.Lost++
 		default:
 			e.lastErr = err
 			s.failed.Add(1)
+			round.Failed++
 		}
 	}
 	s.mu.Unlock()
+	if s.onRenewed != nil {
+		for _, e := range renewed {
+			s.onRenewed(e.item, deadline)
+		}
+	}
 	s.deliver(losses)
+	return round
 }

@@ -40,17 +40,40 @@ type Config[T any] struct {
 	// Lease is how long one renewal keeps a lease valid. The scheduler
 	// ticks every Lease/3. Required, at least 3ns.
 	Lease time.Duration
+	// Margin is taken off every deadline, for the clocks of this process
+	// and of the store running at different rates: a lease is valid
+	// locally until its last renewal was sent plus Lease minus Margin.
+	// It must be smaller than Lease.
+	Margin time.Duration
 	// BatchSize is the most items in one Renew call; 0 means
 	// DefaultBatchSize.
 	BatchSize int
 	// Renew renews a batch of leases. Required.
 	Renew RenewFunc[T]
+	// OnRenewed, if set, is told each confirmed renewal with the lease's
+	// new local deadline. It runs on a scheduler goroutine, outside the
+	// scheduler's lock, and must not block; it may come just after the
+	// lease was stopped.
+	OnRenewed func(item T, deadline time.Time)
+	// OnRound, if set, is told of every renewal round when it ends. It runs
+	// on a scheduler goroutine and must not block.
+	OnRound func(Round)
+}
+
+// Round describes one renewal round: the due leases sent in batches.
+type Round struct {
+	Leases   int           // leases sent
+	Failed   int           // leases answered with a transient error, or not sent in time
+	Lost     int           // leases answered as not held
+	Duration time.Duration // from the first send to the last answer
 }
 
 func (c Config[T]) validate() error {
 	switch {
 	case c.Lease/3 <= 0:
 		return fmt.Errorf("%w: Lease must be at least 3ns, got %v", ErrInvalidConfig, c.Lease)
+	case c.Margin < 0 || c.Margin >= c.Lease:
+		return fmt.Errorf("%w: Margin must be at least 0 and below Lease, got %v", ErrInvalidConfig, c.Margin)
 	case c.BatchSize < 0:
 		return fmt.Errorf("%w: BatchSize must not be negative, got %d", ErrInvalidConfig, c.BatchSize)
 	case c.Renew == nil:
@@ -71,10 +94,12 @@ type Stats struct {
 // Scheduler renews the leases watched through it. It is safe for concurrent
 // use. Close it to stop its goroutine.
 type Scheduler[T any] struct {
-	lease     time.Duration
+	valid     time.Duration // Lease - Margin: how long one renewal is relied on
 	tick      time.Duration
 	batchSize int
 	renew     RenewFunc[T]
+	onRenewed func(T, time.Time)
+	onRound   func(Round)
 
 	ctx       context.Context // cancelled by Close; parent of every renew ctx
 	cancel    context.CancelFunc
@@ -101,10 +126,12 @@ func New[T any](cfg Config[T]) (*Scheduler[T], error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler[T]{
-		lease:     cfg.Lease,
+		valid:     cfg.Lease - cfg.Margin,
 		tick:      cfg.Lease / 3,
 		batchSize: cfg.BatchSize,
 		renew:     cfg.Renew,
+		onRenewed: cfg.OnRenewed,
+		onRound:   cfg.OnRound,
 		ctx:       ctx,
 		cancel:    cancel,
 		wake:      make(chan struct{}, 1),
@@ -114,13 +141,13 @@ func New[T any](cfg Config[T]) (*Scheduler[T], error) {
 }
 
 // Watch registers a held lease for item. validFrom is when the command that
-// took the lock was sent: the lease is valid until validFrom+Lease unless
-// renewed. onLost, if not nil, is called at most once, from a goroutine of
+// took the lock was sent: the lease is valid until validFrom+Lease-Margin
+// unless renewed. onLost, if not nil, is called at most once, from a goroutine of
 // the scheduler, with a cause wrapping ErrNotHeld or ErrExpired; it must not
 // block or call Close (Close waits for it), though it may call Stop or Watch.
 // Watch returns ErrClosed after Close.
 func (s *Scheduler[T]) Watch(item T, validFrom time.Time, onLost func(cause error)) (*Lease, error) {
-	e := &entry[T]{Lease: Lease{owner: s, deadline: validFrom.Add(s.lease), onLost: onLost}, item: item}
+	e := &entry[T]{Lease: Lease{owner: s, deadline: validFrom.Add(s.valid), onLost: onLost}, item: item}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

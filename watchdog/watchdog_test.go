@@ -24,6 +24,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"negative lease":  {Lease: -time.Second, Renew: renew},
 		"lease too short": {Lease: 2, Renew: renew},
 		"negative batch":  {Lease: lease, BatchSize: -1, Renew: renew},
+		"margin = lease":  {Lease: lease, Margin: lease, Renew: renew},
+		"negative margin": {Lease: lease, Margin: -1, Renew: renew},
 		"nil renew":       {Lease: lease},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -341,4 +343,61 @@ func schedulerGoroutines() int {
 		}
 	}
 	return n
+}
+
+// With a margin, a lease is lost Margin before sent+Lease, and every
+// confirmed renewal is reported with its new deadline, measured from the
+// send, not the answer.
+func TestMarginAndRenewalReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const margin = 100 * time.Millisecond
+		const rtt = 50 * time.Millisecond
+		failing := atomic.Bool{}
+		renew := func(ctx context.Context, batch []string) []error {
+			time.Sleep(rtt)
+			errs := make([]error, len(batch))
+			for i := range errs {
+				if failing.Load() {
+					errs[i] = errTransient
+				}
+			}
+			return errs
+		}
+		var mu sync.Mutex
+		var deadlines []time.Time
+		var rounds []watchdog.Round
+		s, err := watchdog.New(watchdog.Config[string]{
+			Lease: lease, Margin: margin, Renew: renew,
+			OnRenewed: func(item string, d time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				deadlines = append(deadlines, d)
+			},
+			OnRound: func(r watchdog.Round) {
+				mu.Lock()
+				defer mu.Unlock()
+				rounds = append(rounds, r)
+			},
+		})
+		require.NoError(t, err)
+		defer s.Close()
+		t0 := time.Now()
+		w := watch(t, s, "a", t0)
+		require.Equal(t, t0.Add(lease-margin), w.Deadline())
+
+		sleepUntil(t0.Add(tick + rtt))
+		mu.Lock()
+		require.Equal(t, []time.Time{t0.Add(tick + lease - margin)}, deadlines, "deadline counts from the send")
+		require.Equal(t, []watchdog.Round{{Leases: 1, Duration: rtt}}, rounds)
+		mu.Unlock()
+
+		failing.Store(true) // from the second tick on, the lease is never renewed again
+		lastSent := t0.Add(tick)
+		sleepUntil(lastSent.Add(lease - margin))
+		w.requireLostAt(t, lastSent.Add(lease-margin), watchdog.ErrExpired)
+		mu.Lock()
+		require.Equal(t, watchdog.Round{Leases: 1, Failed: 1, Duration: rtt}, rounds[1])
+		require.Len(t, deadlines, 1)
+		mu.Unlock()
+	})
 }
