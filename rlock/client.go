@@ -21,8 +21,9 @@ import (
 const closeTimeout = 2 * time.Second
 
 // Client takes locks on one Redis deployment. It owns one pub/sub hub (one
-// shared connection, or one per master on a cluster) and one watchdog. A
-// Client is safe for concurrent use; create one per process and Close it.
+// shared connection, or one per master on a cluster), one watchdog, and
+// the table of the holds it has. A Client is safe for concurrent use;
+// create one per process and Close it.
 type Client struct {
 	rdb redis.UniversalClient
 	cfg config
@@ -30,12 +31,12 @@ type Client struct {
 	id  string // prefix of every owner ID this client makes
 
 	hub *notify.Hub
-	wd  *watchdog.Scheduler[reentrant.Hold]
+	wd  *watchdog.Scheduler[*hold]
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards holds; taken before no other lock
 	holds map[holdKey]*hold
 
 	cleanups sync.WaitGroup // background clean-ups; Close waits for them
@@ -45,12 +46,15 @@ type Client struct {
 	afterFirstAttempt func()
 }
 
-// New returns a Client that takes locks on rdb, which may be a *redis.Client,
-// a *redis.ClusterClient or any other redis.UniversalClient. The caller still
-// owns rdb and closes it after Client.Close.
+// New returns a Client that takes locks on rdb: a *redis.Client (a single
+// node, or Sentinel through redis.NewFailoverClient) or a
+// *redis.ClusterClient. The caller still owns rdb and closes it after
+// Client.Close. It returns ErrNilClient for a nil client (typed or not) and
+// ErrUnsupportedClient for any other kind, such as a *redis.Ring.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
-	if rdb == nil {
-		return nil, ErrNilClient
+	isCluster, err := clientKind(rdb)
+	if err != nil {
+		return nil, err
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -59,26 +63,26 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	_, isCluster := rdb.(*redis.ClusterClient)
 	sharded := isCluster && !cfg.classicPubSub
 	ns := reentrant.Namespace{Prefix: cfg.prefix, Sharded: sharded, RequestTTL: requestTTL(rdb)}
 	if _, err := ns.Keys("probe"); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return nil, lower(err)
 	}
-	id := randomHex(8)
 	mode := notify.Classic
 	if sharded {
 		mode = notify.Sharded
 	}
 	hub, err := notify.New(rdb, notify.Options{Mode: mode})
 	if err != nil {
-		return nil, err
+		return nil, lower(err)
 	}
-	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: id, hub: hub, holds: map[holdKey]*hold{}}
-	c.wd, err = watchdog.New(watchdog.Config[reentrant.Hold]{
+	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), hub: hub, holds: map[holdKey]*hold{}}
+	c.wd, err = watchdog.New(watchdog.Config[*hold]{
 		Lease:     cfg.watchdogLease,
+		Margin:    driftMargin(cfg.watchdogLease),
 		BatchSize: cfg.renewBatchSize,
 		Renew:     c.renew,
+		OnRenewed: (*hold).extend,
 	})
 	if err != nil {
 		_ = hub.Close()
@@ -87,9 +91,37 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// clientKind reports whether rdb is a cluster client, or why it cannot be
+// used: a typed nil is as nil as an untyped one.
+func clientKind(rdb redis.UniversalClient) (cluster bool, err error) {
+	switch c := rdb.(type) {
+	case nil:
+		return false, ErrNilClient
+	case *redis.Client:
+		if c == nil {
+			return false, ErrNilClient
+		}
+		return false, nil
+	case *redis.ClusterClient:
+		if c == nil {
+			return false, ErrNilClient
+		}
+		return true, nil
+	case *redis.Ring:
+		if c == nil {
+			return false, ErrNilClient
+		}
+	}
+	return false, fmt.Errorf("%w: %T", ErrUnsupportedClient, rdb)
+}
+
 // renew is the watchdog's batch: one pipeline of renew scripts.
-func (c *Client) renew(ctx context.Context, batch []reentrant.Hold) []error {
-	errs := reentrant.RenewAll(ctx, c.rdb, batch, c.cfg.watchdogLease)
+func (c *Client) renew(ctx context.Context, batch []*hold) []error {
+	holds := make([]reentrant.Hold, len(batch))
+	for i, h := range batch {
+		holds[i] = reentrant.Hold{Keys: h.keys, Owner: h.key.owner, Token: h.token}
+	}
+	errs := reentrant.RenewAll(ctx, c.rdb, holds, c.cfg.watchdogLease)
 	for i, err := range errs {
 		if errors.Is(err, reentrant.ErrNotHeld) {
 			errs[i] = fmt.Errorf("%w: %w", watchdog.ErrNotHeld, err)
@@ -98,10 +130,23 @@ func (c *Client) renew(ctx context.Context, batch []reentrant.Hold) []error {
 	return errs
 }
 
+func isNotHeld(err error) bool { return errors.Is(err, watchdog.ErrNotHeld) }
+
+// reportLoss runs the lost handler and the log for a lost lock.
+func (c *Client) reportLoss(name string, cause error) {
+	if c.cfg.onLost != nil {
+		c.cfg.onLost(name, cause)
+	}
+	if c.cfg.logger != nil {
+		c.cfg.logger.Warn("baton: lock lost", "lock", name, "cause", cause)
+	}
+}
+
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether the lock was held. Holders in this client see their
-// Context() cancelled with ErrLockLost; holders elsewhere find out at their
-// next renewal or Unlock.
+// reports whether the lock was held. The hold it deleted, if this client
+// had it, is lost: its Contexts end with ErrLockLost. A hold taken after
+// the delete is left alone. Holders elsewhere find out at their next
+// renewal or Unlock.
 func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if c.closed.Load() {
 		return false, ErrClosed
@@ -111,51 +156,98 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	deleted, err := k.ForceRelease(ctx, c.rdb)
-	if err != nil {
+	if err != nil || deleted == 0 {
 		return false, err
 	}
-	c.endHolds(func(h *hold) bool { return h.key.name == name }, errForceUnlocked)
-	return deleted != 0, nil
+	for _, h := range c.holdsOf(func(h *hold) bool { return h.key.name == name && h.token <= deleted }) {
+		h.lose(lostError(name, "force-unlocked"))
+	}
+	return true, nil
+}
+
+// State is a snapshot of a lock, as Inspect reads it.
+type State struct {
+	// Holders maps owner ID to hold count; empty when the lock is free.
+	Holders map[string]int64
+	// TTL is the remaining lease; negative when the lock is free.
+	TTL time.Duration
+	// LastToken is the last fencing token handed out for this lock.
+	LastToken uint64
 }
 
 // Inspect reads a lock's holders, hold counts, remaining lease and last
 // fencing token, without changing it.
-func (c *Client) Inspect(ctx context.Context, name string) (reentrant.State, error) {
+func (c *Client) Inspect(ctx context.Context, name string) (State, error) {
 	k, err := c.lockKeys(name)
 	if err != nil {
-		return reentrant.State{}, err
+		return State{}, err
 	}
-	return k.Inspect(ctx, c.rdb)
+	st, err := k.Inspect(ctx, c.rdb)
+	return State(st), err
 }
 
-// RenewalStats reports what the watchdog has done since New: ticks, renew
-// calls (one pipeline each), leases renewed, failed and lost.
-func (c *Client) RenewalStats() watchdog.Stats { return c.wd.Stats() }
+// RenewalStats counts what the watchdog has done since New.
+type RenewalStats struct {
+	Ticks      uint64 // ticks of the renewal schedule (every watchdog lease/3)
+	RenewCalls uint64 // renewal pipelines sent
+	Renewed    uint64 // leases renewed
+	Failed     uint64 // renewals answered with a transient error, or not sent in time
+	Lost       uint64 // leases the watchdog found lost
+}
+
+// RenewalStats reports what the watchdog has done since New.
+func (c *Client) RenewalStats() RenewalStats { return RenewalStats(c.wd.Stats()) }
 
 // Close wakes every waiting Lock call with ErrClosed, stops the watchdog,
 // releases the locks this client still holds (best effort, bounded in time)
-// and cancels their contexts with ErrClosed. It also waits for failed Lock
+// and ends their contexts with ErrClosed. It also waits for failed Lock
 // calls to finish giving back acquires whose reply was lost (at most a
 // second each). It does not close the Redis client. Close is idempotent.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
-		c.closed.Store(true)
-		err = c.hub.Close()
-		ended := c.endHolds(func(*hold) bool { return true }, ErrClosed)
+		c.mu.Lock()
+		c.closed.Store(true) // under mu: no hold joins the table after this
+		c.mu.Unlock()
+		err = lower(c.hub.Close())
+		var held []*Lock
+		for _, h := range c.holdsOf(func(*hold) bool { return true }) {
+			held = append(held, h.close()...)
+		}
 		err = errors.Join(err, c.wd.Close())
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		for _, h := range ended {
-			for range h.handles {
-				_, _ = h.lock.Release(ctx, c.rdb, h.key.owner, h.token, newRequestID())
-			}
+		for _, l := range held {
+			h := l.hold
+			_, _ = h.keys.Release(ctx, c.rdb, h.key.owner, h.token, l.unlockReq)
 		}
-		// endHolds took c.mu after closed was set, so no clean-up starts
-		// after this Wait begins (see background).
+		// closed was set under mu, so no clean-up starts after this Wait
+		// begins (see background).
 		c.cleanups.Wait()
 	})
 	return err
+}
+
+// holdsOf lists the holds in the table that match selects.
+func (c *Client) holdsOf(match func(*hold) bool) []*hold {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*hold
+	for _, h := range c.holds {
+		if match(h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// forget removes an ended hold from the table.
+func (c *Client) forget(h *hold) {
+	c.mu.Lock()
+	if c.holds[h.key] == h {
+		delete(c.holds, h.key)
+	}
+	c.mu.Unlock()
 }
 
 // background runs f, which must end on its own soon, on a goroutine that
@@ -177,10 +269,7 @@ func (c *Client) background(f func()) {
 
 func (c *Client) lockKeys(name string) (reentrant.Keys, error) {
 	k, err := c.ns.Keys(name)
-	if errors.Is(err, reentrant.ErrInvalidName) {
-		return k, fmt.Errorf("%w: %w", ErrInvalidName, err)
-	}
-	return k, err
+	return k, lower(err)
 }
 
 // newOwner makes an owner ID no other call shares: the client's ID and 128

@@ -73,7 +73,7 @@ func testScriptsStaySingleSlot(t *testing.T, cl *redistest.Cluster) {
 		forced, err := other.ForceUnlock(ctx, name)
 		require.NoError(t, err)
 		require.True(t, forced)
-		require.ErrorIs(t, fixed.Unlock(ctx), ErrNotHeld, "force-unlocked by another client")
+		require.ErrorIs(t, fixed.Unlock(ctx), ErrLockLost, "force-unlocked by another client")
 	}
 	for i, after := range readStats(t, cl) {
 		d := after.Sub(before[i])

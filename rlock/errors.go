@@ -3,6 +3,10 @@ package rlock
 import (
 	"errors"
 	"fmt"
+
+	"github.com/batonlock/baton/notify"
+	"github.com/batonlock/baton/reentrant"
+	"github.com/batonlock/baton/watchdog"
 )
 
 var (
@@ -11,30 +15,89 @@ var (
 	// ended the wait, the error also matches ctx.Err().
 	ErrNotObtained = errors.New("rlock: lock not obtained")
 
-	// ErrNotHeld: Unlock by an owner that does not hold the lock, because it
-	// never did, already unlocked this handle, or its fixed lease expired.
+	// ErrNotHeld: Unlock of a handle that was already unlocked, or that
+	// never held the lock. A lock taken away while the handle held it is
+	// ErrLockLost instead.
 	ErrNotHeld = errors.New("rlock: lock not held")
 
-	// ErrLockLost: the lock was taken away while held: the watchdog could not
-	// renew it before its lease ran out, Redis answered that it is no longer
-	// held, it was force-unlocked, or a fixed lease expired. It is the cause
-	// of the cancelled Lock.Context() and what Unlock returns afterwards.
+	// ErrLockLost: the lock was taken away while this handle held it: its
+	// lease ran out before a renewal was confirmed, Redis answered that it
+	// is no longer held (expired, deleted, force-unlocked, server
+	// restarted), or ForceUnlock deleted it. It is the cause of the ended
+	// Lock.Context() and what Unlock returns afterwards.
 	ErrLockLost = errors.New("rlock: lock lost")
 
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("rlock: client closed")
 
 	// ErrInvalidName: the lock name is empty, contains '{' or '}', or is
-	// longer than 1,024 bytes. It also matches reentrant.ErrInvalidName.
+	// longer than 1,024 bytes.
 	ErrInvalidName = errors.New("rlock: invalid lock name")
 
 	// ErrInvalidOption: an option or argument is out of range.
 	ErrInvalidOption = errors.New("rlock: invalid option")
 
-	// ErrInvalidLease: a lease (WithLease, WithWatchdogLease) is not positive
-	// or is below the 1ms resolution of Redis. It matches ErrInvalidOption.
-	ErrInvalidLease = fmt.Errorf("%w: lease must be at least 1ms", ErrInvalidOption)
+	// ErrInvalidLease: a lease (WithLease, WithWatchdogLease) is shorter
+	// than MinLease. It matches ErrInvalidOption.
+	ErrInvalidLease = fmt.Errorf("%w: lease too short", ErrInvalidOption)
 
-	// ErrNilClient: New was given a nil Redis client.
+	// ErrNilClient: New was given a nil Redis client, typed or not.
 	ErrNilClient = errors.New("rlock: nil redis client")
+
+	// ErrUnsupportedClient: New was given a client other than a
+	// *redis.Client (a single node, or Sentinel through
+	// redis.NewFailoverClient) or a *redis.ClusterClient. A *redis.Ring, for
+	// one, spreads keys over independent servers, which no lock can span.
+	ErrUnsupportedClient = errors.New("rlock: unsupported redis client")
 )
+
+// lockError is an error about one lock: it names the lock once, says what
+// happened, and matches its sentinel and its cause with errors.Is.
+type lockError struct {
+	sentinel error
+	name     string
+	what     string // "lost: renewal found it not held"
+	cause    error  // nil, or the underlying error
+}
+
+func (e *lockError) Error() string {
+	msg := fmt.Sprintf("rlock: lock %q %s", e.name, e.what)
+	if e.cause != nil {
+		msg += ": " + e.cause.Error()
+	}
+	return msg
+}
+
+func (e *lockError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.sentinel}
+	}
+	return []error{e.sentinel, e.cause}
+}
+
+// lostError is a loss of lock name: what says how it was found out.
+func lostError(name, what string) error {
+	return &lockError{sentinel: ErrLockLost, name: name, what: "lost: " + what}
+}
+
+// lower maps the sentinels of the packages below rlock to rlock's own, in
+// this one place, keeping the detail of the lower error.
+func lower(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, reentrant.ErrInvalidName):
+		return fmt.Errorf("%w: %w", ErrInvalidName, err)
+	case errors.Is(err, reentrant.ErrInvalidPrefix):
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	case errors.Is(err, reentrant.ErrInvalidLease):
+		return fmt.Errorf("%w: %w", ErrInvalidLease, err)
+	case errors.Is(err, notify.ErrClosed), errors.Is(err, watchdog.ErrClosed):
+		return ErrClosed
+	case errors.Is(err, notify.ErrUnsupportedClient):
+		return fmt.Errorf("%w: %w", ErrUnsupportedClient, err)
+	case errors.Is(err, notify.ErrNilClient):
+		return ErrNilClient
+	}
+	return err
+}

@@ -1,192 +1,323 @@
 package rlock
 
 import (
-	"fmt"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonlock/baton/reentrant"
 	"github.com/batonlock/baton/watchdog"
 )
 
-var (
-	// errReleasedElsewhere ends the handles of a hold that another handle,
-	// or another client sharing the owner, released to zero.
-	errReleasedElsewhere = fmt.Errorf("%w: released through another handle", ErrNotHeld)
-	// errExpiredUnnoticed ends a hold whose lease ran out while nobody was
-	// watching it (a fixed lease): Redis has since started a new hold.
-	errExpiredUnnoticed = fmt.Errorf("%w: lease expired", ErrLockLost)
-	// errForceUnlocked ends holds in this client that ForceUnlock deleted.
-	errForceUnlocked = fmt.Errorf("%w: force-unlocked", ErrLockLost)
-)
+// clockBase anchors the monotonic instants a hold keeps in an atomic.
+var clockBase = time.Now()
+
+// monoOf is t on the monotonic clock, as nanoseconds since clockBase.
+func monoOf(t time.Time) int64 { return int64(t.Sub(clockBase)) }
 
 type holdKey struct{ name, owner string }
 
-// hold is this client's share of one owner's hold on one lock: the handles
-// it gave out, and the watchdog lease that keeps it alive. A hold starts
-// with its first handle and ends when its last handle unlocks, when Redis
-// says it is gone, or when it is lost. Holds are told apart by fencing
-// token: every new hold in Redis gets a higher one.
+// hold is one owner's hold on one lock, within one Client: the only owner
+// of its validity, its watchdog lease, its handles and the cause of its
+// end. Every handle (Lock) of the hold is a thin view of it. A hold starts
+// with the acquire that took or first re-entered the lock here, and ends
+// once, when its last handle has unlocked or when it is lost or closed.
+// Holds are told apart by fencing token: every new hold in Redis gets a
+// higher one, and the scripts act on a hold only under its token.
 type hold struct {
-	key     holdKey
-	token   uint64
-	lock    reentrant.Keys
-	lease   time.Duration   // re-applied on partial release
-	watch   *watchdog.Lease // nil for fixed leases
-	handles map[*Lock]struct{}
-	end     error // why the hold ended; nil while it lasts
+	c     *Client
+	key   holdKey
+	keys  reentrant.Keys
+	token uint64
+
+	// validUntil is the monotonic instant (see monoOf) until which Redis
+	// surely still holds the lock for this owner: the latest send of a
+	// confirmed acquire or renewal, plus its lease, less the drift margin.
+	// It only rises. Atomic, so a Context's Err can read it without mu.
+	validUntil atomic.Int64
+	expiry     *time.Timer // fires at validUntil, and re-arms if it rose
+
+	mu       sync.Mutex         // guards the fields below
+	handles  map[*Lock]struct{} // handles not yet finished
+	live     int                // handles that have not begun to unlock
+	watched  int                // live handles taken without WithLease
+	lease    *watchdog.Lease    // the renewal, while watched > 0
+	end      error              // why the hold ended; nil while it lasts
+	turnOver chan struct{}      // closed when a handle finishes; nil if nobody waits
 }
 
-// ending is what must happen, outside c.mu, once a hold has ended.
-type ending struct {
-	watch   *watchdog.Lease
-	handles []*Lock
-	cause   error
+// newHold starts a hold whose first acquire was sent at sent and asked for
+// lease. It is not yet in the client's table.
+func (c *Client) newHold(keys reentrant.Keys, owner string, token uint64, sent time.Time, lease time.Duration) *hold {
+	h := &hold{c: c, key: holdKey{keys.Name, owner}, keys: keys, token: token, handles: map[*Lock]struct{}{}}
+	h.validUntil.Store(monoOf(validity(sent, lease)))
+	h.expiry = time.AfterFunc(time.Until(validity(sent, lease)), h.checkExpiry)
+	return h
 }
 
-// run stops the watchdog lease synchronously, so no renewal is sent once it
-// returns, and cancels every handle's Context.
-func (e ending) run() {
-	if e.watch != nil {
-		e.watch.Stop()
-	}
-	for _, l := range e.handles {
-		l.cancel(e.cause)
+// validity is how long an acquire or renewal sent at sent with lease keeps
+// the hold valid locally: never later than Redis's own expiry.
+func validity(sent time.Time, lease time.Duration) time.Time {
+	return sent.Add(lease - driftMargin(lease))
+}
+
+// extend records a confirmed acquire or renewal valid until deadline.
+func (h *hold) extend(deadline time.Time) {
+	d := monoOf(deadline)
+	for {
+		cur := h.validUntil.Load()
+		if d <= cur || h.validUntil.CompareAndSwap(cur, d) {
+			return
+		}
 	}
 }
 
-// endLocked marks h ended with cause and removes it from the table. It
-// reports false if h had already ended. c.mu must be held.
-func (c *Client) endLocked(h *hold, cause error) (ending, bool) {
-	if c.holds[h.key] == h {
-		delete(c.holds, h.key)
+// expired reports whether the hold's validity has passed at now, and if so
+// ends it as lost, so that the caller's next look at any of its contexts
+// sees the end. This is what makes Err exact after a pause, before any
+// timer has had a chance to fire.
+func (h *hold) expired(now time.Time) bool {
+	if monoOf(now) < h.validUntil.Load() {
+		return false
 	}
+	h.mu.Lock()
+	givenUp := h.live == 0
+	h.mu.Unlock()
+	if givenUp {
+		// Every handle has called Unlock: the lease ran out on a hold
+		// being given up, which is no loss.
+		h.endWith(errReleased, func() {})
+		return true
+	}
+	h.lose(lostError(h.key.name, "its lease ran out before a renewal was confirmed"))
+	return true
+}
+
+// checkExpiry is the expiry timer: the hold ends at its validity, unless a
+// renewal moved it, in which case the timer waits for the new one.
+func (h *hold) checkExpiry() {
+	now := time.Now()
+	if !h.expired(now) {
+		h.expiry.Reset(time.Duration(h.validUntil.Load() - monoOf(now)))
+	}
+}
+
+// join adds handle l, taken by an acquire sent at sent, to the hold. It
+// fails with the hold's end cause if the hold has ended, and starts the
+// watchdog's renewal for the first live handle taken without WithLease.
+func (h *hold) join(l *Lock, sent time.Time, lease time.Duration) error {
+	h.extend(validity(sent, lease))
+	h.mu.Lock()
 	if h.end != nil {
-		return ending{}, false
-	}
-	h.end = cause
-	e := ending{watch: h.watch, cause: cause}
-	for l := range h.handles {
-		e.handles = append(e.handles, l)
-	}
-	return e, true
-}
-
-// endHold ends h with cause and reports whether this call ended it.
-func (c *Client) endHold(h *hold, cause error) bool {
-	c.mu.Lock()
-	e, ok := c.endLocked(h, cause)
-	c.mu.Unlock()
-	e.run()
-	return ok
-}
-
-// join records handle l under its hold, starting the hold (and its watchdog
-// lease when watched) if this client has none for the owner. acquiredAt is
-// when the acquiring script was sent.
-func (c *Client) join(l *Lock, acquiredAt time.Time, watched bool) error {
-	key := holdKey{l.keys.Name, l.owner}
-	c.mu.Lock()
-	if c.closed.Load() {
-		c.mu.Unlock()
-		return ErrClosed
-	}
-	var stale ending
-	h := c.holds[key]
-	if h != nil && h.token < l.token {
-		stale, _ = c.endLocked(h, errExpiredUnnoticed)
-		h = nil
-	}
-	created := h == nil
-	if created {
-		h = &hold{key: key, token: l.token, lock: l.keys, lease: l.lease, handles: map[*Lock]struct{}{}}
-		c.holds[key] = h
-	}
-	if h.token > l.token {
-		// l re-entered a hold that has expired and been replaced since;
-		// it gets a hold of its own that has already ended.
-		h = &hold{key: key, token: l.token, end: errExpiredUnnoticed, handles: map[*Lock]struct{}{}}
-		l.cancel(errExpiredUnnoticed)
+		h.mu.Unlock()
+		return h.end
 	}
 	h.handles[l] = struct{}{}
-	l.hold = h
-	c.mu.Unlock()
-	stale.run()
-	if !created || !watched {
+	h.live++
+	startWatch := !l.fixed && h.watched == 0
+	if !l.fixed {
+		h.watched++
+	}
+	h.mu.Unlock()
+	if !startWatch {
 		return nil
 	}
-	// Watch outside c.mu: the watchdog calls back into lost, which takes it.
-	w, err := c.wd.Watch(reentrant.Hold{Keys: l.keys, Owner: l.owner, Token: l.token}, acquiredAt, func(cause error) {
-		c.lost(h, cause)
-	})
+	// Watch outside mu: a loss may be reported at once, and takes mu.
+	w, err := h.c.wd.Watch(h, sent, h.watchLost)
 	if err != nil {
-		return ErrClosed
+		return ErrClosed // the watchdog closes only with the client
 	}
-	c.mu.Lock()
-	ended := h.end != nil
-	if !ended {
-		h.watch = w
+	h.mu.Lock()
+	keep := h.end == nil && h.watched > 0 && h.lease == nil
+	if keep {
+		h.lease = w
 	}
-	c.mu.Unlock()
-	if ended {
+	h.mu.Unlock()
+	if !keep {
 		w.Stop()
 	}
 	return nil
 }
 
-// lost is the watchdog's loss signal for h. The handler and the log run
-// before the handles' contexts are cancelled, so a holder that sees its
-// context end can rely on them having run.
-func (c *Client) lost(h *hold, cause error) {
-	c.mu.Lock()
-	e, ok := c.endLocked(h, fmt.Errorf("%w: %w", ErrLockLost, cause))
-	c.mu.Unlock()
-	if !ok {
-		return
+// watchLost is the watchdog's loss signal.
+func (h *hold) watchLost(cause error) {
+	what := "renewal found it not held"
+	if !isNotHeld(cause) {
+		what = "its lease ran out before a renewal was confirmed"
 	}
-	if c.cfg.onLost != nil {
-		c.cfg.onLost(h.key.name, cause)
-	}
-	if c.cfg.logger != nil {
-		c.cfg.logger.Warn("baton: lock lost", "lock", h.key.name, "cause", cause)
-	}
-	e.run()
+	h.lose(lostError(h.key.name, what))
 }
 
-// leave removes handle l from its hold after a release that left the owner
-// holding the lock. The hold ends when it was the last handle here.
-func (c *Client) leave(l *Lock) {
-	c.mu.Lock()
-	h := l.hold
-	delete(h.handles, l)
-	var e ending
-	if len(h.handles) == 0 {
-		e, _ = c.endLocked(h, errReleasedElsewhere)
-	}
-	c.mu.Unlock()
-	e.run()
-}
-
-// endHolds ends every hold that match selects, with cause, and returns them.
-func (c *Client) endHolds(match func(*hold) bool, cause error) []*hold {
-	c.mu.Lock()
-	var ended []*hold
-	var endings []ending
-	for _, h := range c.holds {
-		if match(h) {
-			e, _ := c.endLocked(h, cause)
-			ended, endings = append(ended, h), append(endings, e)
+// takeTurn waits until no other re-entry through via is held, then
+// reserves the turn: goroutines that re-enter through one Context take
+// turns, while a nested call through the innermost handle never waits. The
+// wait is local and sends nothing. release gives the turn back if the
+// re-entry fails.
+func (h *hold) takeTurn(done <-chan struct{}, via *Lock) error {
+	for {
+		h.mu.Lock()
+		switch {
+		case h.end != nil:
+			h.mu.Unlock()
+			return h.end
+		case via.finished:
+			h.mu.Unlock()
+			return ErrNotHeld
+		case via.children == 0:
+			via.children++
+			h.mu.Unlock()
+			return nil
+		}
+		if h.turnOver == nil {
+			h.turnOver = make(chan struct{})
+		}
+		turn := h.turnOver
+		h.mu.Unlock()
+		select {
+		case <-turn:
+		case <-done:
+			return nil // the caller sees its ctx ended
 		}
 	}
-	c.mu.Unlock()
-	for _, e := range endings {
-		e.run()
-	}
-	return ended
 }
 
-// ended reports why l's hold ended, or nil while it lasts.
-func (c *Client) ended(l *Lock) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return l.hold.end
+// giveTurnBack undoes takeTurn for a re-entry that did not happen.
+func (h *hold) giveTurnBack(via *Lock) {
+	h.mu.Lock()
+	via.children--
+	h.passTurnLocked()
+	h.mu.Unlock()
+}
+
+// passTurnLocked wakes re-entries waiting for their turn. h.mu is held.
+func (h *hold) passTurnLocked() {
+	if h.turnOver != nil {
+		close(h.turnOver)
+		h.turnOver = nil
+	}
+}
+
+// beginUnlock marks l as unlocking. Once the hold's last handle taken
+// without WithLease begins to unlock, the renewal stops before the release
+// is sent: a hold being given up is never renewed again, whether its
+// release succeeds or not, and no renewal answered after the release can
+// be mistaken for a loss. It returns ErrNotHeld if l has already finished.
+func (h *hold) beginUnlock(l *Lock) error {
+	h.mu.Lock()
+	if l.finished {
+		h.mu.Unlock()
+		return errUnlocked(h.key.name)
+	}
+	var stop *watchdog.Lease
+	if !l.unlocking {
+		l.unlocking = true
+		h.live--
+		if !l.fixed {
+			if h.watched--; h.watched == 0 {
+				stop, h.lease = h.lease, nil
+			}
+		}
+	}
+	h.mu.Unlock()
+	if stop != nil {
+		stop.Stop()
+	}
+	return nil
+}
+
+// finish ends handle l after its release was confirmed, or with its hold.
+// The hold itself ends, released, when l was its last handle. It returns
+// the hold's end cause when the hold had been lost, nil otherwise.
+func (h *hold) finish(l *Lock) error {
+	h.mu.Lock()
+	if l.finished {
+		h.mu.Unlock()
+		return nil
+	}
+	l.finished = true
+	delete(h.handles, l)
+	if l.parent != nil {
+		l.parent.children--
+	}
+	h.passTurnLocked()
+	cause := h.end
+	last := len(h.handles) == 0 && cause == nil
+	if last {
+		h.end = errReleased
+	}
+	h.mu.Unlock()
+	l.cancel(context.Canceled)
+	if last {
+		h.retire()
+	}
+	if cause == errReleased {
+		return nil
+	}
+	return cause
+}
+
+// errReleased ends a hold whose handles have all unlocked. No Context
+// reports it: each unlocked handle ends with context.Canceled.
+var errReleased = errors.New("rlock: released")
+
+// lose ends the hold because the lock was taken away. The lost handler and
+// the log run once per hold, before any of its contexts end.
+func (h *hold) lose(cause error) {
+	h.endWith(cause, func() { h.c.reportLoss(h.key.name, cause) })
+}
+
+// close ends the hold because its client is closing, and returns the
+// handles still held, for Close to release.
+func (h *hold) close() []*Lock {
+	var held []*Lock
+	h.endWith(ErrClosed, func() {
+		for l := range h.handles {
+			held = append(held, l)
+		}
+	})
+	return held
+}
+
+// endWith ends the hold with cause, unless it has already ended, and
+// reports whether this call ended it. before runs once the end is recorded
+// and before the handles' contexts are cancelled.
+func (h *hold) endWith(cause error, before func()) bool {
+	h.mu.Lock()
+	if h.end != nil {
+		h.mu.Unlock()
+		return false
+	}
+	h.end = cause
+	stop := h.lease
+	h.lease = nil
+	handles := make([]*Lock, 0, len(h.handles))
+	for l := range h.handles {
+		handles = append(handles, l)
+	}
+	h.passTurnLocked()
+	h.mu.Unlock()
+	if stop != nil {
+		stop.Stop()
+	}
+	h.retire()
+	before()
+	for _, l := range handles {
+		l.cancel(cause)
+	}
+	return true
+}
+
+// retire removes an ended hold from its client's table and stops its timer.
+func (h *hold) retire() {
+	h.expiry.Stop()
+	h.c.forget(h)
+}
+
+// ended reports why the hold ended, or nil while it lasts.
+func (h *hold) ended() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.end
 }

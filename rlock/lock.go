@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,111 +10,190 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
+// unlockTimeout bounds an Unlock whose own ctx had already ended: the
+// release is sent all the same, so a deferred Unlock of a cancelled
+// request does not leak the lock.
+const unlockTimeout = 5 * time.Second
+
 type ownerKey struct{}
 
 // WithOwner returns a ctx whose Lock calls act as owner: calls that share an
-// owner re-enter each other's locks, across goroutines and processes. Use it
-// for ownership you mean to share; Lock.Context() already carries its owner
-// for nested calls.
+// owner are one owner, and re-enter each other's locks at once, across
+// goroutines and processes. Use it for ownership you mean to share; to
+// re-enter a lock you hold, pass its Context() instead.
 func WithOwner(ctx context.Context, owner string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, owner)
 }
 
-// OwnerFrom returns the owner ctx carries, if any.
+// OwnerFrom returns the owner that WithOwner put in ctx, if any.
 func OwnerFrom(ctx context.Context) (string, bool) {
 	owner, ok := ctx.Value(ownerKey{}).(string)
 	return owner, ok && owner != ""
 }
 
-// errLeaseExpired ends the Context of a lock taken WithLease at its deadline.
-var errLeaseExpired = fmt.Errorf("%w: fixed lease expired", ErrLockLost)
+// handleKey finds, in a ctx, the innermost handle of one lock of one
+// client: a Lock call with that ctx re-enters through it.
+type handleKey struct {
+	c    *Client
+	name string
+}
+
+// errLeaseExpired ends the Context of a handle taken WithLease at its own
+// deadline, while the hold may live on through other handles.
+var errLeaseExpired = fmt.Errorf("%w: this handle's fixed lease ran out", ErrLockLost)
 
 // Lock is one hold of a named lock, returned by Client.Lock and TryLock. Each
 // successful call returns its own Lock, to be unlocked once; nested calls by
 // the same owner raise the hold count, and the lock is free again when every
-// one of them has unlocked. A Lock is safe for concurrent use.
+// one of them has unlocked. A Lock is safe for concurrent use. It is a thin
+// handle: the hold it belongs to owns the lease, the renewal and the end.
 type Lock struct {
-	c     *Client
-	keys  reentrant.Keys
-	owner string
-	token uint64
-	lease time.Duration // re-applied by a partial release
-	hold  *hold         // guarded by c.mu once joined
+	hold   *hold
+	parent *Lock // the handle whose Context this one re-entered through
+	fixed  bool  // taken WithLease: never renewed
+	ctx    *lockContext
+	cancel func(cause error)
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   context.CancelFunc // releases the fixed-lease deadline timer
+	unlockMu  sync.Mutex // one Unlock attempt at a time
+	unlockReq string     // one request ID for every attempt, so a retry replays
 
-	unlockMu  sync.Mutex
-	unlockReq string // one ID for every Unlock attempt, so a retry replays
-	unlocked  bool
+	// Guarded by hold.mu.
+	children  int  // re-entries through this handle's Context, held or being taken
+	unlocking bool // Unlock has been called; no longer renewed
+	finished  bool // released, or its hold ended
 }
 
-func (c *Client) newHandle(parent context.Context, k reentrant.Keys, owner string, token uint64, lc lockConfig, acquiredAt time.Time) *Lock {
-	l := &Lock{c: c, keys: k, owner: owner, token: token, lease: c.cfg.watchdogLease, unlockReq: newRequestID()}
-	ctx, cancel := context.WithCancelCause(WithOwner(parent, owner))
-	l.ctx, l.cancel, l.stop = ctx, cancel, func() {}
+// newHandle makes the handle of an acquire sent at sent, whose Context
+// derives from parent.
+func newHandle(h *hold, parent context.Context, via *Lock, lc lockConfig, sent time.Time) *Lock {
+	l := &Lock{hold: h, parent: via, fixed: lc.leaseSet, unlockReq: newRequestID()}
+	inner, cancel := context.WithCancelCause(parent)
+	l.ctx = &lockContext{Context: inner, l: l}
+	l.cancel = cancel
 	if lc.leaseSet {
-		l.lease = lc.lease
-		l.ctx, l.stop = context.WithDeadlineCause(ctx, acquiredAt.Add(lc.lease), errLeaseExpired)
+		l.ctx.deadline = validity(sent, lc.lease)
+		deadlined, stop := context.WithDeadlineCause(inner, l.ctx.deadline, errLeaseExpired)
+		l.ctx.Context = deadlined
+		l.cancel = func(cause error) {
+			cancel(cause)
+			stop()
+		}
 	}
 	return l
 }
 
+// lockContext is a Lock's Context. It ends when the ctx given to Lock ends,
+// when this handle is unlocked, when its fixed lease runs out, or when the
+// hold is lost; and Err looks at the clock itself, so a holder that resumes
+// after a pause sees the end on its first look, before any timer fires.
+type lockContext struct {
+	context.Context           // cancelled at each end above
+	l               *Lock     // whose Context this is
+	deadline        time.Time // a fixed handle's own validity; zero if none
+}
+
+// Err returns the end, as context.Context requires, after making sure that
+// an end due by the clock has happened: Done is closed before Err returns
+// non-nil.
+func (c *lockContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	now := time.Now()
+	if c.l.hold.expired(now) {
+		return c.Context.Err()
+	}
+	if !c.deadline.IsZero() && !now.Before(c.deadline) {
+		c.l.cancel(errLeaseExpired)
+		return c.Context.Err()
+	}
+	return nil
+}
+
+// Value answers for the handle itself, so Lock calls with this Context (or
+// one derived from it) re-enter through it.
+func (c *lockContext) Value(key any) any {
+	if k, ok := key.(handleKey); ok && k.c == c.l.hold.c && k.name == c.l.hold.key.name {
+		return c.l
+	}
+	return c.Context.Value(key)
+}
+
 // Name is the lock's name.
-func (l *Lock) Name() string { return l.keys.Name }
+func (l *Lock) Name() string { return l.hold.key.name }
 
 // Token is the fencing token of this hold: it rises with every new holder of
 // the lock and stays the same on re-entry. Pass it to the storage you protect
 // and have it reject tokens lower than the highest it has seen.
-func (l *Lock) Token() uint64 { return l.token }
+func (l *Lock) Token() uint64 { return l.hold.token }
 
 // Owner is the owner ID the lock is held under.
-func (l *Lock) Owner() string { return l.owner }
+func (l *Lock) Owner() string { return l.hold.key.owner }
 
-// Context is derived from the ctx given to Lock and carries the ownership, so
-// Lock calls made with it re-enter this lock. It is cancelled when this hold
-// ends: on Unlock, or with a cause matching ErrLockLost (see context.Cause)
-// when the lock is lost or its fixed lease runs out.
+// Context derives from the ctx given to Lock and carries this handle: Lock
+// calls for the same lock with it, or with a ctx derived from it, re-enter
+// through this handle. It ends, with context.Cause saying why, when the
+// first of these happens:
+//   - the ctx given to Lock ends (its own cause);
+//   - this handle is unlocked (context.Canceled);
+//   - the lock is lost (a cause matching ErrLockLost): its lease, less the
+//     drift margin, has run out since the send of the last confirmed acquire
+//     or renewal, Redis said it no longer holds it, or ForceUnlock deleted
+//     it;
+//   - for a lock taken WithLease, this handle's lease runs out (a cause
+//     matching ErrLockLost); then Deadline reports that moment.
+//
+// Its Err checks the clock itself, so after a pause the first call already
+// reports a lease that ran out. The hold itself lasts until its last handle
+// unlocks or it is lost, whatever happens to the ctx given to Lock.
 func (l *Lock) Context() context.Context { return l.ctx }
 
-// Unlock leaves this hold. It returns ErrNotHeld if the owner no longer holds
-// the lock (the handle was already unlocked, or a fixed lease expired), and
-// ErrLockLost if the lock was lost while held. A transport error leaves the
-// handle held; calling Unlock again is safe, because the retry replays the
-// first attempt instead of releasing twice.
+// Unlock leaves this hold. The release is sent even when ctx has already
+// ended (bounded then by a timeout of its own), and the hold is no longer
+// renewed from the moment Unlock is called on its last handle, whatever
+// the release's fate: at worst the lease frees the lock.
+//
+// It returns nil once the release is confirmed; ErrLockLost if the lock was
+// taken away while this handle held it (the release is sent all the same,
+// so a lock Redis still holds is freed); ErrNotHeld if this handle was
+// already unlocked; ErrClosed after Client.Close (which released it). A
+// transport error leaves the handle unlocking: calling Unlock again is
+// safe, because the retry replays the first attempt instead of releasing
+// twice.
 func (l *Lock) Unlock(ctx context.Context) error {
 	l.unlockMu.Lock()
 	defer l.unlockMu.Unlock()
-	if l.unlocked {
-		return fmt.Errorf("%w: %q already unlocked", ErrNotHeld, l.keys.Name)
-	}
-	if cause := l.c.ended(l); cause != nil {
-		// A lost hold is not released: the owner may hold the lock again
-		// by now, through a new acquisition this release would undo.
-		l.done()
-		return cause
-	}
-	res, err := l.keys.Release(ctx, l.c.rdb, l.owner, l.token, l.unlockReq)
-	if err != nil {
+	h := l.hold
+	h.expired(time.Now()) // a lease that ran out while held is a loss, even if Redis has not yet noticed
+	if err := h.beginUnlock(l); err != nil {
 		return err
 	}
-	l.done()
-	switch res.Status {
-	case reentrant.StillHeld:
-		l.c.leave(l)
-		return nil
-	case reentrant.Released:
-		l.c.endHold(l.hold, errReleasedElsewhere)
-		return nil
+	if errors.Is(h.ended(), ErrClosed) {
+		h.finish(l)
+		return ErrClosed
 	}
-	cause := fmt.Errorf("%w: %q", ErrNotHeld, l.keys.Name)
-	l.c.endHold(l.hold, cause)
-	return cause
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+	}
+	res, err := h.keys.Release(ctx, h.c.rdb, h.key.owner, h.token, l.unlockReq)
+	if err != nil {
+		if loss := h.ended(); loss != nil {
+			// Lost already: Redis frees it within the drift margin, if
+			// it still has it at all. A retry could tell nothing more.
+			h.finish(l)
+			return errors.Join(loss, err)
+		}
+		return err
+	}
+	if res.Status == reentrant.NotHeld {
+		h.lose(lostError(h.key.name, "Unlock found it not held"))
+	}
+	return h.finish(l)
 }
 
-func (l *Lock) done() {
-	l.unlocked = true
-	l.stop()
-	l.cancel(context.Canceled)
+// errUnlocked is ErrNotHeld for a handle unlocked before.
+func errUnlocked(name string) error {
+	return &lockError{sentinel: ErrNotHeld, name: name, what: "already unlocked by this handle"}
 }

@@ -131,7 +131,7 @@ func TestUnlockByNonOwnerAndAfterLeaseExpiry(t *testing.T) {
 	require.NoError(t, err)
 	ttlBefore := rdb.PTTL(ctx, lockKey("x")).Val()
 
-	require.ErrorIs(t, la.Unlock(ctx), ErrNotHeld, "unlock after the lease expired")
+	require.ErrorIs(t, la.Unlock(ctx), ErrLockLost, "unlock after the lease expired")
 	after, err := rdb.HGetAll(ctx, lockKey("x")).Result()
 	require.NoError(t, err)
 	require.Equal(t, before, after, "the holder's key is untouched")
@@ -150,7 +150,7 @@ func TestUnlockByNonOwnerAndAfterLeaseExpiry(t *testing.T) {
 	require.NoError(t, err)
 	before, err = rdb.HGetAll(ctx, lockKey("y")).Result()
 	require.NoError(t, err)
-	require.ErrorIs(t, ly.Unlock(ctx), ErrNotHeld)
+	require.ErrorIs(t, ly.Unlock(ctx), ErrLockLost)
 	after, err = rdb.HGetAll(ctx, lockKey("y")).Result()
 	require.NoError(t, err)
 	require.Equal(t, before, after)

@@ -149,10 +149,7 @@ func TestBlackholedConnection(t *testing.T) {
 	pttl, err := rdb.PTTL(ctx, lockKey("bh")).Result()
 	require.NoError(t, err)
 	redisExpiry := sent.Add(pttl) // no later than Redis's real expiry
-	holder.mu.Lock()
-	w := l.hold.watch
-	holder.mu.Unlock()
-	deadline := w.Deadline()
+	deadline := clockBase.Add(time.Duration(l.hold.validUntil.Load()))
 	require.False(t, deadline.After(cut.Add(lease)), "valid for more than a lease after the last contact")
 	// A few ms for the PTTL's read time and its 1ms resolution.
 	require.False(t, deadline.After(redisExpiry.Add(5*time.Millisecond)),
@@ -175,9 +172,11 @@ func TestBlackholedConnection(t *testing.T) {
 	case <-time.After(2 * lease):
 		t.Fatal("no loss signal")
 	}
-	start := time.Now()
-	require.ErrorIs(t, l.Unlock(ctx), ErrLockLost)
-	require.Less(t, time.Since(start), 50*time.Millisecond, "Unlock of a lost hold needs no round trip")
+	// The release is still sent (Redis may hold the lock for the margin
+	// yet); it cannot arrive, and the caller's ctx bounds it.
+	uctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, l.Unlock(uctx), ErrLockLost)
 
 	for _, w := range []struct {
 		ch       chan result

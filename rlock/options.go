@@ -13,6 +13,17 @@ const DefaultWatchdogLease = 30 * time.Second
 // DefaultRenewBatchSize is how many renewals go into one pipeline.
 const DefaultRenewBatchSize = 1000
 
+// MinLease is the shortest lease accepted, for WithLease and
+// WithWatchdogLease: a shorter one would leave the holder almost no time
+// between the drift margin and the round trip that took the lock.
+const MinLease = 10 * time.Millisecond
+
+// driftMargin is how much sooner than Redis a holder gives up its lease:
+// 1% of the lease for the two clocks running at different rates, plus 2ms
+// for Redis's millisecond resolution. A hold is valid until the send of its
+// last confirmed acquire or renewal, plus the lease, minus this margin.
+func driftMargin(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
+
 // Option configures a Client.
 type Option func(*config)
 
@@ -30,8 +41,8 @@ func defaultConfig() config {
 }
 
 func (c config) validate() error {
-	if c.watchdogLease < time.Millisecond {
-		return fmt.Errorf("%w: WithWatchdogLease(%v)", ErrInvalidLease, c.watchdogLease)
+	if c.watchdogLease < MinLease {
+		return fmt.Errorf("%w: WithWatchdogLease(%v) is below MinLease (%v)", ErrInvalidLease, c.watchdogLease, MinLease)
 	}
 	if c.renewBatchSize < 1 {
 		return fmt.Errorf("%w: WithRenewBatchSize(%d) must be positive", ErrInvalidOption, c.renewBatchSize)
@@ -44,8 +55,9 @@ func (c config) validate() error {
 func WithKeyPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // WithWatchdogLease sets the lease of locks taken without WithLease (default
-// 30s). The watchdog renews it every lease/3; a holder that cannot reach
-// Redis learns of the loss when the lease runs out.
+// 30s, at least MinLease). The watchdog renews it every lease/3; a holder
+// that cannot reach Redis learns of the loss when the lease, less the drift
+// margin, has run out since the last renewal it sent.
 func WithWatchdogLease(d time.Duration) Option { return func(c *config) { c.watchdogLease = d } }
 
 // WithRenewBatchSize caps how many lease renewals share one pipeline round
@@ -57,9 +69,10 @@ func WithRenewBatchSize(n int) Option { return func(c *config) { c.renewBatchSiz
 // clients always use classic pub/sub.
 func WithClassicPubSub() Option { return func(c *config) { c.classicPubSub = true } }
 
-// WithLostHandler registers fn to be called, once per hold, when the
-// watchdog finds a held lock lost, just before the hold's contexts are
-// cancelled. It runs on the watchdog's goroutine and must not block.
+// WithLostHandler registers fn to be called, once per hold, when a held
+// lock is lost (see ErrLockLost), just before the hold's contexts end. It
+// runs synchronously on whichever goroutine found the loss (the watchdog's,
+// a timer's, or one calling Context().Err() or Unlock) and must not block.
 func WithLostHandler(fn func(name string, cause error)) Option {
 	return func(c *config) { c.onLost = fn }
 }
@@ -78,8 +91,11 @@ type lockConfig struct {
 	waitIsSet bool
 }
 
-// WithLease takes the lock with a fixed lease and no watchdog: it is freed
-// after d unless unlocked sooner, and Lock.Context() ends at that deadline.
+// WithLease takes the lock with a fixed lease of d (at least MinLease) and
+// no watchdog: Redis frees it after d unless it is unlocked sooner, and
+// Lock.Context() has a deadline d, less the drift margin, after the send of
+// the call that took it. A fixed handle nested in a longer hold (a watchdog
+// one, say) leaves that hold alone: only its own Context ends.
 func WithLease(d time.Duration) LockOption {
 	return func(c *lockConfig) { c.lease, c.leaseSet = d, true }
 }
@@ -95,8 +111,8 @@ func newLockConfig(opts []LockOption) (lockConfig, error) {
 	for _, o := range opts {
 		o(&lc)
 	}
-	if lc.leaseSet && lc.lease < time.Millisecond {
-		return lc, fmt.Errorf("%w: WithLease(%v)", ErrInvalidLease, lc.lease)
+	if lc.leaseSet && lc.lease < MinLease {
+		return lc, fmt.Errorf("%w: WithLease(%v) is below MinLease (%v)", ErrInvalidLease, lc.lease, MinLease)
 	}
 	if lc.wait < 0 {
 		return lc, fmt.Errorf("%w: WaitAtMost(%v) must not be negative", ErrInvalidOption, lc.wait)

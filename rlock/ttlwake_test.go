@@ -26,9 +26,9 @@ func TestWaiterRetriesPromptlyWhenPTTLReadsZero(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = waiter.Close() })
 
-	_, err = holder.Lock(ctx, "z", WithLease(time.Millisecond))
+	_, err = holder.Lock(ctx, "z", WithLease(MinLease))
 	require.NoError(t, err)
-	mr.FastForward(500 * time.Microsecond) // PTTL reads 0; the key stays
+	mr.FastForward(MinLease - 500*time.Microsecond) // PTTL reads 0; the key stays
 	require.Zero(t, rdb.PTTL(ctx, lockKey("z")).Val())
 	type result struct {
 		l   *Lock

@@ -51,8 +51,11 @@ type attempt struct {
 	owner string
 	// newOwner: the owner was made for this call, not taken from ctx.
 	newOwner bool
-	lease    time.Duration
-	cfg      lockConfig
+	// via is the handle this call re-enters through, when ctx carries one
+	// of this lock from this client; nil otherwise.
+	via   *Lock
+	lease time.Duration
+	cfg   lockConfig
 }
 
 func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blocking bool) (*Lock, error) {
@@ -67,16 +70,22 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	if err != nil {
 		return nil, err
 	}
-	owner, fromCtx := OwnerFrom(ctx)
-	if !fromCtx {
-		owner = c.newOwner()
-	}
-	a := &attempt{c: c, ctx: ctx, keys: keys, owner: owner, newOwner: !fromCtx, lease: c.cfg.watchdogLease, cfg: lc}
+	a := &attempt{c: c, ctx: ctx, keys: keys, lease: c.cfg.watchdogLease, cfg: lc}
 	if lc.leaseSet {
 		a.lease = lc.lease
 	}
+	if via, ok := ctx.Value(handleKey{c, name}).(*Lock); ok {
+		a.via, a.owner = via, via.Owner()
+	} else if owner, ok := OwnerFrom(ctx); ok {
+		a.owner = owner
+	} else {
+		a.owner, a.newOwner = c.newOwner(), true
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, a.notObtained(err)
+	}
+	if a.via != nil {
+		return a.reenter(ctx)
 	}
 	// Step 1: the uncontended path is this one script call.
 	l, ttl, err := a.try(ctx)
@@ -93,6 +102,134 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 		defer cancel()
 	}
 	return a.wait(waitCtx, ttl)
+}
+
+// reenter re-enters the hold of a.via, once no other re-entry through a.via
+// is held: goroutines forked from one Context take turns. The turn is
+// local; the re-entry itself is one script call that acts only on a.via's
+// hold, by token.
+func (a *attempt) reenter(ctx context.Context) (*Lock, error) {
+	h := a.via.hold
+	if err := h.takeTurn(ctx.Done(), a.via); err != nil {
+		return nil, a.notObtained(err)
+	}
+	if err := ctx.Err(); err != nil {
+		h.giveTurnBack(a.via)
+		return nil, a.notObtained(err)
+	}
+	id := newRequestID()
+	sent := time.Now()
+	res, err := a.keys.Acquire(ctx, a.c.rdb, a.owner, id, a.lease, h.token)
+	switch {
+	case err != nil:
+		h.giveTurnBack(a.via)
+		return nil, a.failed(ctx, err, id)
+	case res.HoldGone:
+		h.giveTurnBack(a.via)
+		h.lose(lostError(h.key.name, "re-entry found it not held"))
+		return nil, a.notObtained(h.ended())
+	}
+	l := newHandle(h, a.ctx, a.via, a.cfg, sent)
+	if err := h.join(l, sent, a.lease); err != nil {
+		// The hold ended since the turn was taken: give the count back.
+		h.giveTurnBack(a.via)
+		l.cancel(err)
+		a.c.background(func() { a.release(a.owner, res.Token) })
+		return nil, a.notObtained(err)
+	}
+	return l, nil
+}
+
+// try runs one acquire. It returns the held lock, or the holder's remaining
+// lease when another owner holds it. A grant whose validity has already
+// passed when its reply arrives is no lock: it is given back, and try
+// reports the lock as held for no time, so a wait goes on at once.
+func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
+	var id string
+	if !a.newOwner { // a new owner's acquire replays without one
+		id = newRequestID()
+	}
+	sent := time.Now()
+	res, err := a.acquire(ctx, id)
+	if err != nil {
+		return nil, 0, a.failed(ctx, err, id)
+	}
+	if !res.Acquired {
+		return nil, res.HolderTTL, nil
+	}
+	if !time.Now().Before(validity(sent, a.lease)) {
+		owner := a.owner
+		a.c.background(func() { a.release(owner, res.Token) })
+		if a.newOwner {
+			// The next try must not find this grant and take it for its
+			// own: it would keep the dead grant's lease.
+			a.owner = a.c.newOwner()
+		}
+		return nil, 0, nil
+	}
+	l, err := a.c.adopt(a, res.Token, sent)
+	if err != nil {
+		a.c.background(func() { a.release(a.owner, res.Token) })
+		if errors.Is(err, errStaleGrant) {
+			return nil, 0, nil
+		}
+		return nil, 0, err
+	}
+	return l, 0, nil
+}
+
+// errStaleGrant: an acquire's reply named a hold older than the one this
+// client already has for the owner; that hold has ended in Redis since.
+var errStaleGrant = errors.New("rlock: grant of an ended hold")
+
+// adopt turns an acquire sent at sent, which granted the hold of token,
+// into a handle of this client's hold for (lock, owner), starting the hold
+// if this client has none.
+func (c *Client) adopt(a *attempt, token uint64, sent time.Time) (*Lock, error) {
+	key := holdKey{a.keys.Name, a.owner}
+	for {
+		c.mu.Lock()
+		if c.closed.Load() {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		h := c.holds[key]
+		if h != nil && h.token > token {
+			c.mu.Unlock()
+			return nil, errStaleGrant
+		}
+		var stale *hold
+		if h == nil || h.token < token {
+			stale, h = h, c.newHold(a.keys, a.owner, token, sent, a.lease)
+			c.holds[key] = h
+		}
+		c.mu.Unlock()
+		if stale != nil {
+			// The owner holds the lock under a newer token, so the old
+			// hold ended in Redis unnoticed.
+			stale.lose(lostError(key.name, "its lease ran out"))
+		}
+		l := newHandle(h, a.ctx, nil, a.cfg, sent)
+		if err := h.join(l, sent, a.lease); err == nil {
+			return l, nil
+		}
+		// h ended between the table and the join: start again without it.
+		l.cancel(context.Canceled)
+		c.forget(h)
+	}
+}
+
+// failed handles an acquire that returned err: it may have run, so giving
+// it back happens in the background, and the caller's ctx bounds the call,
+// not the clean-up, which may wait for an unreachable Redis.
+func (a *attempt) failed(ctx context.Context, err error, requestID string) error {
+	if !isServerReply(err) {
+		a.c.background(func() { a.undo(requestID) })
+	}
+	if ctx.Err() != nil {
+		return a.waitError(ctx.Err())
+	}
+	return err
 }
 
 // wait is steps 2 to 5 of the wait loop. The order is what makes it safe:
@@ -133,40 +270,6 @@ func untilExpiry(ttl time.Duration) time.Duration {
 	return ttl + time.Millisecond
 }
 
-// try runs one acquire. It returns the held lock, or the holder's remaining
-// lease when another owner holds it.
-func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
-	var id string
-	if !a.newOwner { // a new owner's acquire replays without one
-		id = newRequestID()
-	}
-	sentAt := time.Now()
-	res, err := a.acquire(ctx, id)
-	if err != nil {
-		if !isServerReply(err) {
-			// The acquire may have run. Giving it back happens in the
-			// background, so that the caller's ctx bounds the call and
-			// not the clean-up, which may wait for an unreachable Redis.
-			a.c.background(func() { a.undo(id) })
-		}
-		if ctx.Err() != nil {
-			return nil, 0, a.waitError(ctx.Err())
-		}
-		return nil, 0, err
-	}
-	if !res.Acquired {
-		return nil, res.HolderTTL, nil
-	}
-	l := a.c.newHandle(a.ctx, a.keys, a.owner, res.Token, a.cfg, sentAt)
-	if err := a.c.join(l, sentAt, !a.cfg.leaseSet); err != nil {
-		// Closed between the acquire and the bookkeeping: give it back.
-		l.done()
-		a.releaseQuietly(res.Token)
-		return nil, 0, err
-	}
-	return l, 0, nil
-}
-
 // undo gives back an acquire whose reply was lost: it may or may not have
 // run. Replaying the same request ID tells which, and holds it either way;
 // one release then restores the count from before the call. If Redis stays
@@ -174,25 +277,34 @@ func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
 func (a *attempt) undo(requestID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
-	res, err := a.acquire(ctx, requestID)
+	var token uint64
+	if a.via != nil {
+		token = a.via.hold.token
+	}
+	res, err := a.acquireAs(ctx, requestID, token)
 	if err == nil && res.Acquired {
 		_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, res.Token, newRequestID())
 	}
 }
 
+// release gives back one count of owner's hold of token, bounded in time.
+func (a *attempt) release(owner string, token uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	defer cancel()
+	_, _ = a.keys.Release(ctx, a.c.rdb, owner, token, newRequestID())
+}
+
 // acquire runs the acquire script once. A new owner needs no request ID:
 // any hold it has is this call's own.
 func (a *attempt) acquire(ctx context.Context, requestID string) (reentrant.AcquireResult, error) {
+	return a.acquireAs(ctx, requestID, 0)
+}
+
+func (a *attempt) acquireAs(ctx context.Context, requestID string, token uint64) (reentrant.AcquireResult, error) {
 	if a.newOwner {
 		return a.keys.AcquireNew(ctx, a.c.rdb, a.owner, a.lease)
 	}
-	return a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease, 0)
-}
-
-func (a *attempt) releaseQuietly(token uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
-	_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, token, newRequestID())
+	return a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease, token)
 }
 
 // waitError maps an error from the hub to the caller's terms.
