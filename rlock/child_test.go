@@ -29,6 +29,9 @@ const (
 	helperLock   = "BATON_TEST_LOCK"   // the lock's name
 	helperLease  = "BATON_TEST_LEASE"  // the watchdog lease
 	helperPrefix = "helper: "          // marks the child's protocol lines on stdout
+
+	// childClientName names the child's connections in CLIENT LIST.
+	childClientName = "baton-test-child"
 )
 
 // fenceScript is the storage a lock protects, in miniature: it accepts a
@@ -52,8 +55,11 @@ func fencedWrite(ctx context.Context, rdb redis.Scripter, key string, token uint
 //
 //	write  — write to the store again with its token, as a holder that
 //	         does not know it was paused would
+//	check  — look at Context().Err() once, at once, and report it and
+//	         whether the cause matches ErrLockLost
 //	lost   — wait (bounded) for Context() to end and report the cause
 //	unlock — Unlock and report the error
+//	relock — take the lock again, as at the start
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "holder" {
 		t.Skip("the child process of the fault tests")
@@ -69,12 +75,14 @@ func runHolder(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	o := redistest.Options(os.Getenv(helperAddr))
+	o.ClientName = childClientName
 	rdb := redis.NewClient(o)
 	defer rdb.Close()
-	store := redis.NewClient(&redis.Options{Addr: o.Addr}) // the default user: the store is not a lock key
+	// The default user: the store is not a lock key.
+	store := redis.NewClient(&redis.Options{Addr: o.Addr, ClientName: childClientName})
 	defer store.Close()
 	c, err := New(rdb, WithWatchdogLease(lease))
 	if err != nil {
@@ -96,6 +104,14 @@ func runHolder(in io.Reader, out io.Writer) error {
 		case "write":
 			ok, err := fencedWrite(ctx, store, "store", l.Token(), "stale")
 			say("write %t %v", ok, err)
+		case "check":
+			err := l.Context().Err()
+			say("check %t %t", err != nil, errors.Is(context.Cause(l.Context()), ErrLockLost))
+		case "relock":
+			if l, err = c.Lock(ctx, os.Getenv(helperLock)); err != nil {
+				return err
+			}
+			say("relock %d", l.Token())
 		case "lost":
 			select {
 			case <-l.Context().Done():

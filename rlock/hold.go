@@ -39,6 +39,8 @@ type hold struct {
 	validUntil atomic.Int64
 	expiry     *time.Timer // fires at validUntil, and re-arms if it rose
 
+	retired chan struct{} // closed once the end is complete: every Context ended
+
 	mu       sync.Mutex         // guards the fields below
 	handles  map[*Lock]struct{} // handles not yet finished
 	live     int                // handles that have not begun to unlock
@@ -51,7 +53,7 @@ type hold struct {
 // newHold starts a hold whose first acquire was sent at sent and asked for
 // lease. It is not yet in the client's table.
 func (c *Client) newHold(keys reentrant.Keys, owner string, token uint64, sent time.Time, lease time.Duration) *hold {
-	h := &hold{c: c, key: holdKey{keys.Name, owner}, keys: keys, token: token, handles: map[*Lock]struct{}{}}
+	h := &hold{c: c, key: holdKey{keys.Name, owner}, keys: keys, token: token, retired: make(chan struct{}), handles: map[*Lock]struct{}{}}
 	h.validUntil.Store(monoOf(validity(sent, lease)))
 	h.expiry = time.AfterFunc(time.Until(validity(sent, lease)), h.checkExpiry)
 	return h
@@ -88,7 +90,7 @@ func (h *hold) expired(now time.Time) bool {
 	if givenUp {
 		// Every handle has called Unlock: the lease ran out on a hold
 		// being given up, which is no loss.
-		h.endWith(errReleased, func() {})
+		h.endWith(errReleased)
 		return true
 	}
 	h.lose(lostError(h.key.name, "its lease ran out before a renewal was confirmed"))
@@ -263,30 +265,38 @@ func (h *hold) finish(l *Lock) error {
 var errReleased = errors.New("rlock: released")
 
 // lose ends the hold because the lock was taken away. The lost handler and
-// the log run once per hold, before any of its contexts end.
+// the log run once per hold, right after its contexts have ended.
 func (h *hold) lose(cause error) {
-	h.endWith(cause, func() { h.c.reportLoss(h.key.name, cause) })
+	if h.endWith(cause) {
+		h.c.reportLoss(h.key.name, cause)
+	}
 }
 
 // close ends the hold because its client is closing, and returns the
 // handles still held, for Close to release.
 func (h *hold) close() []*Lock {
-	var held []*Lock
-	h.endWith(ErrClosed, func() {
-		for l := range h.handles {
-			held = append(held, l)
-		}
-	})
+	h.mu.Lock()
+	held := make([]*Lock, 0, len(h.handles))
+	for l := range h.handles {
+		held = append(held, l)
+	}
+	h.mu.Unlock()
+	if !h.endWith(ErrClosed) {
+		return nil // ended by a loss or its last Unlock meanwhile
+	}
 	return held
 }
 
 // endWith ends the hold with cause, unless it has already ended, and
-// reports whether this call ended it. before runs once the end is recorded
-// and before the handles' contexts are cancelled.
-func (h *hold) endWith(cause error, before func()) bool {
+// reports whether this call ended it. Either way, every handle's Context
+// has ended when it returns: a Context's Err never reports an end whose
+// Done is still open. It runs no user code, so it may wait for another
+// goroutine's end to complete.
+func (h *hold) endWith(cause error) bool {
 	h.mu.Lock()
 	if h.end != nil {
 		h.mu.Unlock()
+		<-h.retired
 		return false
 	}
 	h.end = cause
@@ -301,18 +311,19 @@ func (h *hold) endWith(cause error, before func()) bool {
 	if stop != nil {
 		stop.Stop()
 	}
-	h.retire()
-	before()
 	for _, l := range handles {
 		l.cancel(cause)
 	}
+	h.retire()
 	return true
 }
 
-// retire removes an ended hold from its client's table and stops its timer.
+// retire completes the end of a hold: it stops its timer, removes it from
+// its client's table, and lets every other caller of endWith return.
 func (h *hold) retire() {
 	h.expiry.Stop()
 	h.c.forget(h)
+	close(h.retired)
 }
 
 // ended reports why the hold ended, or nil while it lasts.

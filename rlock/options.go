@@ -70,9 +70,10 @@ func WithRenewBatchSize(n int) Option { return func(c *config) { c.renewBatchSiz
 func WithClassicPubSub() Option { return func(c *config) { c.classicPubSub = true } }
 
 // WithLostHandler registers fn to be called, once per hold, when a held
-// lock is lost (see ErrLockLost), just before the hold's contexts end. It
-// runs synchronously on whichever goroutine found the loss (the watchdog's,
-// a timer's, or one calling Context().Err() or Unlock) and must not block.
+// lock is lost (see ErrLockLost), right after the hold's contexts have
+// ended. It runs synchronously on whichever goroutine found the loss (the
+// watchdog's, a timer's, or one calling Context().Err() or Unlock) and must
+// not block.
 func WithLostHandler(fn func(name string, cause error)) Option {
 	return func(c *config) { c.onLost = fn }
 }

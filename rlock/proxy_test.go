@@ -35,8 +35,45 @@ type proxy struct {
 
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
-	rule    *dropRule // armed by DropNextReply, taken by the first match
+	rule    *dropRule     // armed by DropNextReply, taken by the first match
+	held    chan struct{} // while replies are held back: closed to let them go
 	dropped atomic.Int64
+}
+
+// HoldReplies keeps every reply from the server back, while commands still
+// go through, until ReleaseReplies.
+func (p *proxy) HoldReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+// ReleaseReplies lets the held-back replies through, in order.
+func (p *proxy) ReleaseReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// awaitReplies blocks while replies are held back; false when closing.
+func (p *proxy) awaitReplies() bool {
+	p.mu.Lock()
+	held := p.held
+	p.mu.Unlock()
+	if held == nil {
+		return true
+	}
+	select {
+	case <-held:
+		return true
+	case <-p.stop:
+		return false
+	}
 }
 
 // dropRule swallows the reply to the first command it matches.
@@ -196,7 +233,7 @@ func (p *proxy) forwardReplies(server, client net.Conn, q *replyQueue, hangUp fu
 				continue
 			}
 		}
-		if !p.pass() {
+		if !p.pass() || !p.awaitReplies() {
 			return
 		}
 		if _, err := client.Write(raw); err != nil {

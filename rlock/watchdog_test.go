@@ -69,10 +69,12 @@ func TestAdminDeleteSignalsLoss(t *testing.T) {
 	}
 	require.ErrorIs(t, context.Cause(l.Context()), ErrLockLost)
 	require.ErrorIs(t, l.Unlock(ctx), ErrLockLost)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, "deleted", lostName)
-	require.Contains(t, logs.String(), "lock=deleted")
+	// The handler and the log run right after the contexts end.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return lostName == "deleted" && strings.Contains(logs.String(), "lock=deleted")
+	}, time.Second, time.Millisecond)
 }
 
 type syncWriter struct {
