@@ -18,12 +18,6 @@ import (
 
 const aclPassword = "acl-test-password"
 
-// redistest cannot import rlock, so it keeps its own copy of the rules that
-// CI runs the core suite under.
-func TestACLRulesMatchRedistest(t *testing.T) {
-	require.Equal(t, ACLRules, redistest.ACLRules)
-}
-
 // The documented rules are exactly enough: a user with them runs every kind
 // of call without one denial in ACL LOG, and a user missing any single rule
 // is denied something (or fails). Both topologies, each with its own rules.

@@ -13,7 +13,11 @@ import (
 )
 
 // No test may leave a goroutine behind: waiters, hubs and watchdogs all stop.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// In ACL mode the servers' least-privilege user has exactly ACLRules.
+func TestMain(m *testing.M) {
+	redistest.UseACLRules(ACLRules)
+	goleak.VerifyTestMain(m)
+}
 
 // testCtx bounds a whole test.
 func testCtx(t *testing.T) context.Context {

@@ -9,9 +9,9 @@ import (
 
 // ACLEnv names the environment variable that runs tests as a least-privilege
 // user. Set to 1, every server Start launches also has the user ACLUser with
-// ACLRules; Client authenticates as that user, and Admin keeps the
-// unrestricted default user for the test's own checks (INFO, CLIENT KILL,
-// counters outside the lock keys).
+// the rules given to UseACLRules; Client authenticates as that user, and
+// Admin keeps the unrestricted default user for the test's own checks (INFO,
+// CLIENT KILL, counters outside the lock keys).
 const ACLEnv = "BATON_REDIS_ACL"
 
 // ACLUser and ACLPassword are the credentials of the least-privilege user.
@@ -20,12 +20,14 @@ const (
 	ACLPassword = "baton-test-password"
 )
 
-// ACLRules is what a baton client needs on a single Redis node with the
-// default key prefix. redistest imports nothing from baton, so this is a
-// copy of rlock.ACLRules; a test in rlock checks that they are equal.
-const ACLRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
-	"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time +publish " +
-	"~baton:* &baton:*"
+// aclRules are the least-privilege user's rules; see UseACLRules.
+var aclRules string
+
+// UseACLRules sets the rules of the least-privilege user that servers get
+// in ACL mode. redistest imports nothing from baton, so the package whose
+// tests run in ACL mode passes its own rules (rlock.ACLRules) from its
+// TestMain: there is one copy of them, the one users are told to grant.
+func UseACLRules(rules string) { aclRules = rules }
 
 // ACLMode reports whether ACLEnv asks for the least-privilege user.
 func ACLMode() bool { return os.Getenv(ACLEnv) == "1" }
@@ -43,7 +45,10 @@ func withACLUser(args []string) []string {
 	if !ACLMode() {
 		return args
 	}
-	return append(userArgs(ACLUser, ACLPassword, ACLRules), args...)
+	if aclRules == "" {
+		panic("redistest: " + ACLEnv + "=1 needs UseACLRules in the package's TestMain")
+	}
+	return append(userArgs(ACLUser, ACLPassword, aclRules), args...)
 }
 
 // Options returns go-redis options for addr that log in as the ACL test
