@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 // WriteFiles writes results.json, results.csv and chart.svg into dir,
@@ -81,7 +81,7 @@ func csvCell(v any) string {
 		return strconv.FormatInt(int64(v), 10)
 	case float64:
 		return strconv.FormatFloat(v, 'g', -1, 64)
-	case redistest.CommandStats:
+	case redisproc.CommandStats:
 		if v == nil {
 			return ""
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 // sampleResults is one run of two algorithms on two scenarios, one of them
@@ -22,7 +22,7 @@ func sampleResults() []Result {
 		{Algorithm: "baton", Scenario: "hot-key", Workers: 8, Names: 1, Hold: time.Millisecond, Elapsed: 3 * time.Second,
 			Acquisitions: 3000, AcqPerSec: 1000, WaitP50: 5 * time.Millisecond, WaitP99: 9 * time.Millisecond, WaitMax: 12 * time.Millisecond,
 			Handoffs: 2900, GapP50: 300 * time.Microsecond, GapP99: time.Millisecond, PingP50: 100 * time.Microsecond, GapPerPing: 3,
-			ClientCommands: 9000, ClientPerAcq: 3, ServerCommands: redistest.CommandStats{"evalsha": 9000, "publish": 3000}, ServerPerAcq: 4,
+			ClientCommands: 9000, ClientPerAcq: 3, ServerCommands: redisproc.CommandStats{"evalsha": 9000, "publish": 3000}, ServerPerAcq: 4,
 			MinPerWorker: 350, MaxPerWorker: 400, Fairness: 0.875},
 		{Algorithm: "poll-1ms", Scenario: "hot-key", Workers: 8, Names: 1, Hold: time.Millisecond, Elapsed: 3 * time.Second,
 			Acquisitions: 2400, AcqPerSec: 800, WaitP50: 2 * time.Millisecond, WaitP99: 40 * time.Millisecond, WaitMax: 90 * time.Millisecond,

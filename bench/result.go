@@ -3,7 +3,7 @@ package bench
 import (
 	"time"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 // Result is what one algorithm did on one scenario. Durations are in
@@ -44,7 +44,7 @@ type Result struct {
 	// ServerCommands is the INFO commandstats delta by command, which also
 	// counts the commands scripts run; nil when the server has no
 	// commandstats (miniredis).
-	ServerCommands redistest.CommandStats `json:"server_commands,omitempty"`
+	ServerCommands redisproc.CommandStats `json:"server_commands,omitempty"`
 	ServerPerAcq   float64                `json:"server_commands_per_acq"`
 
 	// Acquisitions of the least and the most served worker, and their ratio.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 // percentile returns the p-th percentile (0 < p ≤ 100) of sorted by the
@@ -59,7 +59,7 @@ func perAcquisition(n, acquisitions int64) float64 {
 // commandstats snapshots: the measurement's own traffic (the INFO call that
 // took before, and the pinger's PINGs) is taken out. Commands that scripts
 // run count once each, as the server executes them.
-func serverCommands(before, after redistest.CommandStats, pings int64) redistest.CommandStats {
+func serverCommands(before, after redisproc.CommandStats, pings int64) redisproc.CommandStats {
 	d := after.Sub(before)
 	delete(d, "info")
 	if d["ping"] -= pings; d["ping"] <= 0 {
@@ -70,18 +70,19 @@ func serverCommands(before, after redistest.CommandStats, pings int64) redistest
 
 // readCommandStats reads INFO commandstats from rdb, summed over the masters
 // of a cluster, since each node counts only what it ran.
-func readCommandStats(ctx context.Context, rdb redis.UniversalClient) (redistest.CommandStats, error) {
+func readCommandStats(ctx context.Context, rdb redis.UniversalClient) (redisproc.CommandStats, error) {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		return redistest.ReadCommandStats(ctx, rdb)
+		c, err := redisproc.ReadCommands(ctx, rdb)
+		return c.Calls, err
 	}
 	var mu sync.Mutex
-	sum := redistest.CommandStats{}
+	sum := redisproc.CommandStats{}
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		s, err := redistest.ReadCommandStats(ctx, node)
+		s, err := redisproc.ReadCommands(ctx, node)
 		mu.Lock()
 		defer mu.Unlock()
-		for k, v := range s {
+		for k, v := range s.Calls {
 			sum[k] += v
 		}
 		return err

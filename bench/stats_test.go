@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -56,12 +56,12 @@ func TestFairness(t *testing.T) {
 }
 
 func TestServerCommandsPerAcquisition(t *testing.T) {
-	before, err := redistest.ParseCommandStats("# Commandstats\r\n" +
+	before, err := redisproc.ParseCommands("# Commandstats\r\n" +
 		"cmdstat_evalsha:calls=100,usec=1,usec_per_call=0.01\r\n" +
 		"cmdstat_hincrby:calls=50,usec=1,usec_per_call=0.02\r\n" +
 		"cmdstat_ping:calls=3,usec=1,usec_per_call=0.3\r\n")
 	require.NoError(t, err)
-	after, err := redistest.ParseCommandStats("# Commandstats\r\n" +
+	after, err := redisproc.ParseCommands("# Commandstats\r\n" +
 		"cmdstat_evalsha:calls=120,usec=1,usec_per_call=0.01\r\n" +
 		"cmdstat_hincrby:calls=60,usec=1,usec_per_call=0.02\r\n" +
 		"cmdstat_publish:calls=10,usec=1,usec_per_call=0.02\r\n" +
@@ -70,11 +70,11 @@ func TestServerCommandsPerAcquisition(t *testing.T) {
 	require.NoError(t, err)
 
 	// 5 of the 6 new PINGs were the pinger's; INFO is the measurement's own.
-	d := serverCommands(before, after, 5)
-	require.Equal(t, redistest.CommandStats{"evalsha": 20, "hincrby": 10, "publish": 10, "ping": 1}, d)
+	d := serverCommands(before.Calls, after.Calls, 5)
+	require.Equal(t, redisproc.CommandStats{"evalsha": 20, "hincrby": 10, "publish": 10, "ping": 1}, d)
 	require.InDelta(t, 4.1, perAcquisition(d.Total(), 10), 1e-12)
 
-	d = serverCommands(before, after, 6)
+	d = serverCommands(before.Calls, after.Calls, 6)
 	require.NotContains(t, d, "ping", "no PING left once the pinger's are taken out")
 	require.Zero(t, perAcquisition(41, 0), "no acquisitions, no ratio")
 }

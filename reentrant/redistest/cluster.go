@@ -87,10 +87,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 
 func startNode(tb testing.TB) *Node {
 	tb.Helper()
-	busPort, err := freePort()
-	if err != nil {
-		tb.Fatalf("redistest: free port: %v", err)
-	}
+	busPort := freePort(tb)
 	// The bus port is given explicitly: the default, port+10000, may be
 	// taken or beyond 65535.
 	srv := Start(tb,

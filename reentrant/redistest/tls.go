@@ -111,10 +111,7 @@ type TLSServer struct {
 func StartTLS(tb testing.TB, args ...string) *TLSServer {
 	tb.Helper()
 	m := generateTLS(tb)
-	port, err := freePort()
-	if err != nil {
-		tb.Fatalf("redistest: free port: %v", err)
-	}
+	port := freePort(tb)
 	tlsArgs := []string{
 		"--tls-port", strconv.Itoa(port),
 		"--tls-cert-file", m.CertFile,
