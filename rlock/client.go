@@ -77,13 +77,17 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, lower(err)
 	}
 	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), hub: hub, holds: map[holdKey]*hold{}}
-	c.wd, err = watchdog.New(watchdog.Config[*hold]{
+	wdc := watchdog.Config[*hold]{
 		Lease:     cfg.watchdogLease,
 		Margin:    driftMargin(cfg.watchdogLease),
 		BatchSize: cfg.renewBatchSize,
 		Renew:     c.renew,
 		OnRenewed: (*hold).extend,
-	})
+	}
+	if cfg.observer.Renewed != nil {
+		wdc.OnRound = c.renewalRound
+	}
+	c.wd, err = watchdog.New(wdc)
 	if err != nil {
 		_ = hub.Close()
 		return nil, err
@@ -132,10 +136,14 @@ func (c *Client) renew(ctx context.Context, batch []*hold) []error {
 
 func isNotHeld(err error) bool { return errors.Is(err, watchdog.ErrNotHeld) }
 
-// reportLoss runs the lost handler and the log for a lost lock.
+// reportLoss runs the lost handler, the observer and the log for a lost
+// lock.
 func (c *Client) reportLoss(name string, cause error) {
 	if c.cfg.onLost != nil {
 		c.cfg.onLost(name, cause)
+	}
+	if c.cfg.observer.Lost != nil {
+		c.cfg.observer.Lost(Loss{Name: name, Cause: cause})
 	}
 	if c.cfg.logger != nil {
 		c.cfg.logger.Warn("baton: lock lost", "lock", name, "cause", cause)

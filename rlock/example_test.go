@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -89,4 +90,64 @@ func ExampleLock_Context() {
 	// Output:
 	// true
 	// true
+}
+
+// Do is the everyday form: take the lock, run the work with the lock's
+// context, unlock whatever happens.
+func ExampleClient_Do() {
+	rdb, done := exampleRedis()
+	defer done()
+	locks, _ := rlock.New(rdb)
+	defer locks.Close()
+
+	err := locks.Do(context.Background(), "nightly-report", func(ctx context.Context) error {
+		// ctx ends if the lock is lost: pass it to everything the work does.
+		fmt.Println("generating the report")
+		return ctx.Err()
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// generating the report
+	// err: <nil>
+}
+
+// fencedStore is the storage a lock protects, in miniature. A holder can
+// be paused between its last look at its context and its write (a GC
+// pause, a VM freeze), so the store itself refuses a token lower than the
+// highest it has seen.
+type fencedStore struct {
+	mu      sync.Mutex
+	highest uint64
+	value   string
+}
+
+func (s *fencedStore) Write(token uint64, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token < s.highest {
+		return fmt.Errorf("stale token %d < %d", token, s.highest)
+	}
+	s.highest, s.value = token, value
+	return nil
+}
+
+// Fencing: pass Token to the store with every write. A holder that lost
+// the lock while paused is refused, however late it wakes.
+func ExampleLock_Token() {
+	rdb, done := exampleRedis()
+	defer done()
+	locks, _ := rlock.New(rdb)
+	defer locks.Close()
+	ctx := context.Background()
+	store := &fencedStore{}
+
+	old, _ := locks.Lock(ctx, "ledger")
+	_, _ = locks.ForceUnlock(ctx, "ledger") // old's holder is paused meanwhile
+	next, _ := locks.Lock(ctx, "ledger")
+	fmt.Println("new holder:", store.Write(next.Token(), "new"))
+	fmt.Println("paused holder refused:", store.Write(old.Token(), "stale") != nil)
+	_ = next.Unlock(ctx)
+	// Output:
+	// new holder: <nil>
+	// paused holder refused: true
 }

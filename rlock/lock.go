@@ -51,6 +51,7 @@ type Lock struct {
 	hold   *hold
 	parent *Lock // the handle whose Context this one re-entered through
 	fixed  bool  // taken WithLease: never renewed
+	kind   AcquireKind
 	ctx    *lockContext
 	cancel func(cause error)
 
@@ -65,8 +66,8 @@ type Lock struct {
 
 // newHandle makes the handle of an acquire sent at sent, whose Context
 // derives from parent.
-func newHandle(h *hold, parent context.Context, via *Lock, lc lockConfig, sent time.Time) *Lock {
-	l := &Lock{hold: h, parent: via, fixed: lc.leaseSet, unlockReq: newRequestID()}
+func newHandle(h *hold, parent context.Context, via *Lock, lc lockConfig, sent time.Time, kind AcquireKind) *Lock {
+	l := &Lock{hold: h, parent: via, fixed: lc.leaseSet, kind: kind, unlockReq: newRequestID()}
 	inner, cancel := context.WithCancelCause(parent)
 	l.ctx = &lockContext{Context: inner, l: l}
 	l.cancel = cancel
@@ -189,6 +190,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	if res.Status == reentrant.NotHeld {
 		h.lose(lostError(h.key.name, "Unlock found it not held"))
+	} else if o := h.c.cfg.observer.Released; o != nil {
+		o(ReleaseInfo{Name: h.key.name, Token: h.token, Remaining: res.Remaining})
 	}
 	return h.finish(l)
 }

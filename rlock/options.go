@@ -34,10 +34,12 @@ type config struct {
 	classicPubSub  bool
 	onLost         func(name string, cause error)
 	logger         *slog.Logger
+	slowWait       time.Duration
+	observer       Observer
 }
 
 func defaultConfig() config {
-	return config{watchdogLease: DefaultWatchdogLease, renewBatchSize: DefaultRenewBatchSize}
+	return config{watchdogLease: DefaultWatchdogLease, renewBatchSize: DefaultRenewBatchSize, slowWait: DefaultSlowWait}
 }
 
 func (c config) validate() error {
@@ -69,7 +71,8 @@ func WithRenewBatchSize(n int) Option { return func(c *config) { c.renewBatchSiz
 // clients always use classic pub/sub.
 func WithClassicPubSub() Option { return func(c *config) { c.classicPubSub = true } }
 
-// WithLostHandler registers fn to be called, once per hold, when a held
+// WithLostHandler is a shortcut for an Observer with only Lost set, kept
+// for its simpler signature: it registers fn to be called, once per hold, when a held
 // lock is lost (see ErrLockLost), right after the hold's contexts have
 // ended. It runs synchronously on whichever goroutine found the loss (the
 // watchdog's, a timer's, or one calling Context().Err() or Unlock) and must
@@ -78,8 +81,8 @@ func WithLostHandler(fn func(name string, cause error)) Option {
 	return func(c *config) { c.onLost = fn }
 }
 
-// WithLogger makes the client log lost locks (at Warn) to logger. By default
-// it logs nothing.
+// WithLogger makes the client log lost locks (at Warn), and waits longer
+// than WithSlowWait (at Debug), to logger. By default it logs nothing.
 func WithLogger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
 // LockOption configures one Lock or TryLock call.

@@ -107,7 +107,7 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 		valid := lease - driftMargin(lease)
 		t0 := time.Now()
 		h := c.newHold(keys, "owner", 1, t0, lease)
-		l := newHandle(h, context.Background(), nil, lockConfig{}, t0)
+		l := newHandle(h, context.Background(), nil, lockConfig{}, t0, Free)
 		require.NoError(t, h.join(l, t0, lease))
 
 		lastSent := t0.Add(lease / 3) // the first tick's renewal is confirmed
@@ -129,7 +129,7 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 		// A hold whose validity has already passed, looked at before its
 		// timer could fire.
 		late := c.newHold(keys, "late", 2, time.Now().Add(-lease), lease)
-		ll := newHandle(late, context.Background(), nil, lockConfig{}, time.Now())
+		ll := newHandle(late, context.Background(), nil, lockConfig{}, time.Now(), Free)
 		late.handles[ll] = struct{}{}
 		late.live = 1
 		require.Error(t, ll.Context().Err())

@@ -34,13 +34,13 @@ const (
 // ran out, or joined with ctx.Err() when ctx ended; ErrClosed; or the Redis
 // error. A failed call never leaves the lock taken.
 func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (*Lock, error) {
-	return c.obtain(ctx, name, opts, true)
+	return c.observed(c.obtain(ctx, name, opts, true))
 }
 
 // TryLock makes one attempt and returns ErrNotObtained at once if another
 // owner holds the lock. With WaitAtMost(d) it waits up to d, as Lock does.
 func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (*Lock, error) {
-	return c.obtain(ctx, name, opts, false)
+	return c.observed(c.obtain(ctx, name, opts, false))
 }
 
 // attempt is one Lock or TryLock call.
@@ -101,7 +101,7 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 		waitCtx, cancel = context.WithTimeout(ctx, lc.wait)
 		defer cancel()
 	}
-	return a.wait(waitCtx, ttl)
+	return a.observeWait(func() (*Lock, error) { return a.wait(waitCtx, ttl) })
 }
 
 // reenter re-enters the hold of a.via, once no other re-entry through a.via
@@ -129,7 +129,7 @@ func (a *attempt) reenter(ctx context.Context) (*Lock, error) {
 		h.lose(lostError(h.key.name, "re-entry found it not held"))
 		return nil, a.notObtained(h.ended())
 	}
-	l := newHandle(h, a.ctx, a.via, a.cfg, sent)
+	l := newHandle(h, a.ctx, a.via, a.cfg, sent, Reentered)
 	if err := h.join(l, sent, a.lease); err != nil {
 		// The hold ended since the turn was taken: give the count back.
 		h.giveTurnBack(a.via)
@@ -167,7 +167,11 @@ func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
 		}
 		return nil, 0, nil
 	}
-	l, err := a.c.adopt(a, res.Token, sent)
+	kind := Free
+	if res.HoldCount > 1 {
+		kind = Reentered // an owner shared with WithOwner held it already
+	}
+	l, err := a.c.adopt(a, res.Token, sent, kind)
 	if err != nil {
 		a.c.background(func() { a.release(a.owner, res.Token) })
 		if errors.Is(err, errStaleGrant) {
@@ -185,7 +189,7 @@ var errStaleGrant = errors.New("rlock: grant of an ended hold")
 // adopt turns an acquire sent at sent, which granted the hold of token,
 // into a handle of this client's hold for (lock, owner), starting the hold
 // if this client has none.
-func (c *Client) adopt(a *attempt, token uint64, sent time.Time) (*Lock, error) {
+func (c *Client) adopt(a *attempt, token uint64, sent time.Time, kind AcquireKind) (*Lock, error) {
 	key := holdKey{a.keys.Name, a.owner}
 	for {
 		c.mu.Lock()
@@ -209,7 +213,7 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time) (*Lock, error) 
 			// hold ended in Redis unnoticed.
 			stale.lose(lostError(key.name, "its lease ran out"))
 		}
-		l := newHandle(h, a.ctx, nil, a.cfg, sent)
+		l := newHandle(h, a.ctx, nil, a.cfg, sent, kind)
 		if err := h.join(l, sent, a.lease); err == nil {
 			return l, nil
 		}

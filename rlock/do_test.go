@@ -1,0 +1,140 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+func TestDoRunsUnderTheLockAndAlwaysUnlocks(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rdb := admin(t, srv)
+	c := newClient(t, srv)
+	errWork := errors.New("work failed")
+	err := c.Do(ctx, "do", func(lctx context.Context) error {
+		require.Equal(t, "1", rdb.HGet(ctx, lockKey("do"), mustHandle(t, c, lctx).Owner()).Val(), "fn runs under the lock")
+		return errWork
+	})
+	require.ErrorIs(t, err, errWork)
+	require.NotErrorIs(t, err, ErrLockLost)
+	require.Zero(t, rdb.Exists(ctx, lockKey("do")).Val(), "Do unlocked")
+
+	require.PanicsWithValue(t, "boom", func() {
+		_ = c.Do(ctx, "do", func(context.Context) error { panic("boom") })
+	})
+	require.Zero(t, rdb.Exists(ctx, lockKey("do")).Val(), "Do unlocked before the panic went on")
+
+	held, err := newClient(t, srv).Lock(ctx, "do")
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	ran := false
+	err = c.Do(short, "do", func(context.Context) error { ran = true; return nil })
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.False(t, ran, "fn ran without the lock")
+	require.NoError(t, held.Unlock(ctx))
+}
+
+// A lock lost while fn runs: fn sees its Context end, and Do's error
+// matches both fn's error and ErrLockLost.
+func TestDoReportsALossDuringFn(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c, other := newClient(t, srv), newClient(t, srv)
+	err := c.Do(ctx, "do-lost", func(lctx context.Context) error {
+		if _, err := other.ForceUnlock(ctx, "do-lost"); err != nil {
+			return err
+		}
+		<-lctx.Done()
+		return lctx.Err()
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, ErrLockLost)
+}
+
+// mustHandle finds the handle that a Lock Context carries.
+func mustHandle(t *testing.T, c *Client, ctx context.Context) *Lock {
+	t.Helper()
+	l, ok := ctx.Value(handleKey{c, "do"}).(*Lock)
+	require.True(t, ok)
+	return l
+}
+
+func TestObserverSeesEveryEvent(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	var mu sync.Mutex
+	var events []string
+	record := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	renewed := make(chan RenewalRound, 16)
+	c := newClient(t, srv, WithWatchdogLease(150*time.Millisecond), WithObserver(Observer{
+		WaitStarted: func(w WaitStart) { record("wait " + w.Name) },
+		WaitEnded:   func(w WaitEnd) { record("waited " + w.Name + " " + w.Outcome.String()) },
+		Acquired:    func(a Acquire) { record("acquired " + a.Name + " " + a.Kind.String()) },
+		Released:    func(r ReleaseInfo) { record("released " + r.Name) },
+		Renewed: func(r RenewalRound) {
+			select {
+			case renewed <- r:
+			default:
+			}
+		},
+		Lost: func(l Loss) { record("lost " + l.Name) },
+	}))
+	holder := newClient(t, srv)
+	h, err := holder.Lock(ctx, "obs")
+	require.NoError(t, err)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = h.Unlock(ctx)
+	}()
+	l, err := c.Lock(ctx, "obs")
+	require.NoError(t, err)
+	inner, err := c.Lock(l.Context(), "obs")
+	require.NoError(t, err)
+	require.Positive(t, (<-renewed).Leases)
+	require.NoError(t, inner.Unlock(ctx))
+	_, err = holder.ForceUnlock(ctx, "obs")
+	require.NoError(t, err)
+	require.ErrorIs(t, l.Unlock(ctx), ErrLockLost)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	h, err = holder.Lock(ctx, "obs")
+	require.NoError(t, err)
+	_, err = c.Lock(short, "obs")
+	require.ErrorIs(t, err, ErrNotObtained)
+	_, err = c.TryLock(ctx, "obs", WaitAtMost(10*time.Millisecond))
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.NoError(t, h.Unlock(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{
+		"wait obs", "waited obs acquired", "acquired obs free",
+		"acquired obs reentered", "released obs",
+		"lost obs",
+		"wait obs", "waited obs cancelled",
+		"wait obs", "waited obs timed out",
+	}, events)
+}
+
+// With no observer and no logger, observing costs no allocation.
+func TestNoObserverCostsNoAllocation(t *testing.T) {
+	c := &Client{}
+	a := &attempt{c: c}
+	l := &Lock{}
+	wait := func() (*Lock, error) { return l, nil }
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		_, _ = c.observed(l, nil)
+		_, _ = a.observeWait(wait)
+	}))
+}
