@@ -19,7 +19,9 @@ func TestDoRunsUnderTheLockAndAlwaysUnlocks(t *testing.T) {
 	c := newClient(t, srv)
 	errWork := errors.New("work failed")
 	err := c.Do(ctx, "do", func(lctx context.Context) error {
-		require.Equal(t, "1", rdb.HGet(ctx, lockKey("do"), mustHandle(t, c, lctx).Owner()).Val(), "fn runs under the lock")
+		l, ok := FromContext(lctx)
+		require.True(t, ok)
+		require.Equal(t, "1", rdb.HGet(ctx, lockKey("do"), l.Owner()).Val(), "fn runs under the lock")
 		return errWork
 	})
 	require.ErrorIs(t, err, errWork)
@@ -57,14 +59,6 @@ func TestDoReportsALossDuringFn(t *testing.T) {
 	})
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, err, ErrLockLost)
-}
-
-// mustHandle finds the handle that a Lock Context carries.
-func mustHandle(t *testing.T, c *Client, ctx context.Context) *Lock {
-	t.Helper()
-	l, ok := ctx.Value(handleKey{c, "do"}).(*Lock)
-	require.True(t, ok)
-	return l
 }
 
 func TestObserverSeesEveryEvent(t *testing.T) {

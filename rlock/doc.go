@@ -2,28 +2,39 @@
 // whose waiters are woken by pub/sub instead of sleep-polling, kept alive by a
 // watchdog, and fenced by monotonically rising tokens.
 //
-//	c, err := rlock.New(rdb)             // one Client per process
-//	l, err := c.Lock(ctx, "orders")      // blocks until held or ctx ends
-//	defer l.Unlock(context.Background())
-//	work(l.Context())                    // cancelled if the lock is lost
+//	c, err := rlock.New(rdb)                 // one Client per process
+//	err = c.Do(ctx, "orders", func(ctx context.Context) error {
+//		return work(ctx) // ctx ends if the lock is lost
+//	})
 //
-// Ownership travels in a context. Each Lock call without an owner in its ctx
-// gets a fresh owner of its own, so two goroutines never share a lock by
-// accident. Lock calls made with a held lock's Context() re-enter it: the
-// hold count rises, and the lock is free when every hold has been unlocked.
-// WithOwner makes ownership explicit and shareable.
+// It owns the holds of a process: a hold is one owner's hold on one lock,
+// one object that alone owns the lease, its renewal, its handles and the
+// cause of its end. A Lock is a thin handle of a hold. The invariant it
+// guards above all: a lock never has two holders that both believe they hold
+// it. Redis enforces exclusion; the client makes sure a holder's Context has
+// ended before Redis can expire its lease, and the fencing token covers the
+// pause that can fall between a holder's last look and its write.
 //
-// A waiter that finds the lock held learns the holder's remaining lease,
-// subscribes to the lock's channel (one shared pub/sub connection per
-// Client), retries once the subscription is confirmed, and then blocks until
-// a release message, the lease running out, or its own deadline. One release
-// wakes one waiter per Client.
+// Ownership travels in a context. A Lock call whose ctx carries a handle of
+// the same lock (its Context, or one derived from it) re-enters through that
+// handle: at once when no other re-entry through it is held, otherwise after
+// it, so nested calls never wait and goroutines forked from one Context take
+// turns. A call with no handle and no WithOwner owner in its ctx gets a fresh
+// owner of its own, so calls made with unrelated contexts never share a
+// lock. WithOwner makes ownership explicit and shareable: callers with one
+// owner are one owner.
 //
-// Locks taken without WithLease use the watchdog lease (30s by default),
-// renewed every third of it in batched pipelines. When renewal fails for
-// longer than the lease, or Redis says the lock is gone, the hold's
-// Context() is cancelled with a cause matching ErrLockLost and Unlock returns
-// ErrLockLost. Redis is a single primary here, not Redlock: a failover can
-// lose a lock, so pass Token() to the storage you protect and have it reject
-// stale tokens.
+// A hold is valid until the send of its last confirmed acquire or renewal,
+// plus the lease, less a drift margin (lease/100 + 2ms). Its Contexts end no
+// later than that, with a cause matching ErrLockLost, and Context().Err()
+// checks the clock itself, so a holder resuming from a pause sees the loss on
+// its first look. Locks taken without WithLease use the watchdog lease (30s
+// by default), renewed every third of it in batched pipelines.
+//
+// Redis is a single primary here, not Redlock: a failover can lose a lock, so
+// pass Token() to the storage you protect and have it reject stale tokens.
+// It does not own the Redis client, the key layout and scripts (package
+// reentrant), the pub/sub connections (package notify) or the renewal
+// schedule (package watchdog); those are building blocks that may change
+// before v1, and rlock is the API.
 package rlock

@@ -102,12 +102,13 @@ func ExampleClient_Do() {
 
 	err := locks.Do(context.Background(), "nightly-report", func(ctx context.Context) error {
 		// ctx ends if the lock is lost: pass it to everything the work does.
-		fmt.Println("generating the report")
+		l, _ := rlock.FromContext(ctx) // for l.Token(), to fence writes
+		fmt.Println("generating the report under", l.Name())
 		return ctx.Err()
 	})
 	fmt.Println("err:", err)
 	// Output:
-	// generating the report
+	// generating the report under nightly-report
 	// err: <nil>
 }
 

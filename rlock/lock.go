@@ -38,6 +38,17 @@ type handleKey struct {
 	name string
 }
 
+// innermostKey finds, in a ctx, the innermost handle of any lock.
+type innermostKey struct{}
+
+// FromContext returns the handle whose Context ctx is, or derives from: the
+// innermost one when locks are nested. Within Client.Do's function it gives
+// the Lock, for its Token.
+func FromContext(ctx context.Context) (*Lock, bool) {
+	l, ok := ctx.Value(innermostKey{}).(*Lock)
+	return l, ok
+}
+
 // errLeaseExpired ends the Context of a handle taken WithLease at its own
 // deadline, while the hold may live on through other handles.
 var errLeaseExpired = fmt.Errorf("%w: this handle's fixed lease ran out", ErrLockLost)
@@ -114,8 +125,13 @@ func (c *lockContext) Err() error {
 // Value answers for the handle itself, so Lock calls with this Context (or
 // one derived from it) re-enter through it.
 func (c *lockContext) Value(key any) any {
-	if k, ok := key.(handleKey); ok && k.c == c.l.hold.c && k.name == c.l.hold.key.name {
+	switch k := key.(type) {
+	case innermostKey:
 		return c.l
+	case handleKey:
+		if k.c == c.l.hold.c && k.name == c.l.hold.key.name {
+			return c.l
+		}
 	}
 	return c.Context.Value(key)
 }
