@@ -2,6 +2,7 @@ package notify
 
 import (
 	"errors"
+	"github.com/batonlock/baton/notify/slot"
 	"strconv"
 	"testing"
 
@@ -61,7 +62,7 @@ func TestMovedReplyMovesItsSlot(t *testing.T) {
 	defer h.Close()
 	c := &conn{hub: h, sent: map[string]pending{}}
 	same, other := "{a}1", "{b}1"
-	require.NotEqual(t, slotOf(same), slotOf(other))
+	require.NotEqual(t, slot.Of(same), slot.Of(other))
 	entries := map[string]*entry{}
 	for _, ch := range []string{same, "{a}2", other} {
 		e := &entry{channel: ch, conn: c, refs: 1, ready: make(chan struct{})}
@@ -71,7 +72,7 @@ func TestMovedReplyMovesItsSlot(t *testing.T) {
 	c.count("{a}3", pending{subs: 1})
 	c.count(other, pending{unsubs: 1})
 
-	slot, ok := movedSlot(redisError("MOVED " + strconv.Itoa(slotOf(same)) + " 127.0.0.1:7001"))
+	slot, ok := movedSlot(redisError("MOVED " + strconv.Itoa(slot.Of(same)) + " 127.0.0.1:7001"))
 	require.True(t, ok)
 	require.ElementsMatch(t, []*entry{entries[same], entries["{a}2"]}, h.slotMoved(c, slot))
 	require.Equal(t, map[string]pending{other: {unsubs: 1}}, c.sent)

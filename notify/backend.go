@@ -3,7 +3,6 @@ package notify
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -94,27 +93,4 @@ func (m *masters) open(ctx context.Context, addr string) *redis.PubSub {
 		return m.cc.SSubscribe(ctx)
 	}
 	return node.SSubscribe(ctx)
-}
-
-// slotOf is the cluster slot of a shard channel, computed as for a key:
-// CRC16 (XMODEM) of the hash tag, the part between the first '{' and the
-// next '}' when that is not empty, or else of the whole name.
-func slotOf(channel string) int {
-	if s := strings.IndexByte(channel, '{'); s >= 0 {
-		if e := strings.IndexByte(channel[s+1:], '}'); e > 0 {
-			channel = channel[s+1 : s+1+e]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(channel); i++ {
-		crc ^= uint16(channel[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc % 16384)
 }

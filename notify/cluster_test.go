@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	"github.com/batonlock/baton/notify/slot"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,7 +154,7 @@ func testOneConnectionPerMaster(t *testing.T, cl *redistest.Cluster) {
 		require.Len(t, f.conns(t, node), 1, "node %d", i)
 	}
 	for _, s := range subs {
-		require.EqualValues(t, 1, shardNumSub(t, cl.Owner(t, redistest.KeySlot(s.Channel())), s.Channel()))
+		require.EqualValues(t, 1, shardNumSub(t, cl.Owner(t, slot.Of(s.Channel())), s.Channel()))
 		f.requireWoken(t, s)
 	}
 }
@@ -167,13 +168,13 @@ func testSlotMigration(t *testing.T, cl *redistest.Cluster) {
 	f := newClusterFixture(t, cl)
 	from, to := cl.Nodes[0], cl.Nodes[1]
 	x, y, z := f.channelOn(t, from, "x-"), f.channelOn(t, from, "y-"), f.channelOn(t, to, "z-")
-	require.NotEqual(t, redistest.KeySlot(x), redistest.KeySlot(y))
+	require.NotEqual(t, slot.Of(x), slot.Of(y))
 	sx, idle, sy, sz := f.subscribe(t, x), f.subscribe(t, x), f.subscribe(t, y), f.subscribe(t, z)
 	waitX, waitY := queuedWait(t, testCtx(t), sx, 1), queuedWait(t, testCtx(t), sy, 1)
 	kept, joined := f.conns(t, from), f.conns(t, to)
 	require.Len(t, kept, 1)
 
-	f.cl.MigrateSlot(t, redistest.KeySlot(x), to)
+	f.cl.MigrateSlot(t, slot.Of(x), to)
 	require.Eventually(t, func() bool { return f.settled(x) }, moveSettle, 10*time.Millisecond)
 	require.NoError(t, result(t, waitX), "the moved channel's waiter retries")
 	require.NoError(t, idle.Wait(testCtx(t), grace), "and the reference not waiting has a permit")
@@ -187,7 +188,7 @@ func testSlotMigration(t *testing.T, cl *redistest.Cluster) {
 	require.NoError(t, result(t, waitY))
 
 	// The old master's last channel moves away too: its connection goes.
-	f.cl.MigrateSlot(t, redistest.KeySlot(y), cl.Nodes[2])
+	f.cl.MigrateSlot(t, slot.Of(y), cl.Nodes[2])
 	require.NoError(t, sy.Wait(testCtx(t), moveSettle), "the permit of the move")
 	require.EqualValues(t, 1, shardNumSub(t, cl.Nodes[2], y))
 	f.requireWoken(t, sy)
@@ -205,7 +206,7 @@ func testMovedOnSubscribe(t *testing.T, cl *redistest.Cluster) {
 	w := f.subscribe(t, f.channelOn(t, from, "w-")) // the client now knows the topology
 	waitW := queuedWait(t, testCtx(t), w, 1)
 	m := f.channelOn(t, from, "m-")
-	f.cl.MigrateSlot(t, redistest.KeySlot(m), to) // behind the client's back
+	f.cl.MigrateSlot(t, slot.Of(m), to) // behind the client's back
 	kept, redirects := f.conns(t, from), movedReplies(t, from)
 	require.Len(t, kept, 1)
 
@@ -230,7 +231,7 @@ func testMigrationUnderChurn(t *testing.T, cl *redistest.Cluster) {
 	f := newClusterFixture(t, cl)
 	home := cl.Nodes[0]
 	tag := cl.TagOn(t, home, "churn-")
-	slot := redistest.KeySlot(tag)
+	slot := slot.Of(tag)
 	steady := f.subscribe(t, "{"+tag+"}steady")
 	ctx := testCtx(t)
 	stop := make(chan struct{})
@@ -284,6 +285,6 @@ func testSlotMatchesServer(t *testing.T, cl *redistest.Cluster) {
 	for _, ch := range []string{"baton:{orders}:released", "123456789", "{}x", "a{}b{c}", "x{", "{{a}}", ""} {
 		want, err := cl.Nodes[0].Admin().ClusterKeySlot(ctx, ch).Result()
 		require.NoError(t, err)
-		require.EqualValues(t, want, slotOf(ch), "%q", ch)
+		require.EqualValues(t, want, slot.Of(ch), "%q", ch)
 	}
 }

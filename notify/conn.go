@@ -2,6 +2,7 @@ package notify
 
 import (
 	"errors"
+	"github.com/batonlock/baton/notify/slot"
 	"net"
 	"time"
 
@@ -152,7 +153,7 @@ func (h *Hub) ack(c *conn, kind, channel string) []*entry {
 			if e == nil {
 				return nil
 			}
-			return h.moveSlot(c, slotOf(channel))
+			return h.moveSlot(c, slot.Of(channel))
 		}
 		c.count(channel, pending{unsubs: -1})
 	}

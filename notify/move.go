@@ -2,6 +2,7 @@ package notify
 
 import (
 	"errors"
+	"github.com/batonlock/baton/notify/slot"
 	"strconv"
 	"strings"
 	"time"
@@ -32,34 +33,35 @@ func movedSlot(err error) (int, bool) {
 	return slot, convErr == nil
 }
 
-// slotMoved applies a MOVED reply read from c: c's node does not serve slot,
+// slotMoved applies a MOVED reply read from c: c's node does not serve moved,
 // so every command c sent on a channel in that slot fails, and every entry c
 // serves there must move. It returns the entries that must move.
-func (h *Hub) slotMoved(c *conn, slot int) []*entry {
+func (h *Hub) slotMoved(c *conn, moved int) []*entry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	// Replies come in order, so the commands still unanswered on this slot
 	// were all sent after it moved: each gets a MOVED, none a confirmation.
 	for channel := range c.sent {
-		if slotOf(channel) == slot {
+		if slot.Of(channel) == moved {
 			delete(c.sent, channel)
 		}
 	}
-	return h.moveSlot(c, slot)
+	return h.moveSlot(c, moved)
 }
 
-// moveSlot marks every entry c serves in slot as moving, and returns those
-// whose move starts now. The server drops a migrated slot's channels one
-// unsolicited SUNSUBSCRIBE at a time; moving the whole slot on the first
-// one makes one reroute per slot, not one per channel. h.mu must be held.
-func (h *Hub) moveSlot(c *conn, slot int) []*entry {
-	var moved []*entry
+// moveSlot marks every entry c serves in slot moved as moving, and returns
+// those whose move starts now. The server drops a migrated slot's channels
+// one unsolicited SUNSUBSCRIBE at a time; moving the whole slot on the
+// first one makes one reroute per slot, not one per channel. h.mu must be
+// held.
+func (h *Hub) moveSlot(c *conn, moved int) []*entry {
+	var moving []*entry
 	for _, e := range h.entries {
-		if e.conn == c && slotOf(e.channel) == slot && e.move() {
-			moved = append(moved, e)
+		if e.conn == c && slot.Of(e.channel) == moved && e.move() {
+			moving = append(moving, e)
 		}
 	}
-	return moved
+	return moving
 }
 
 // reroute subscribes the moved entries again, each on the connection of

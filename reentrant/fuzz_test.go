@@ -3,6 +3,7 @@ package reentrant
 import (
 	"context"
 	"fmt"
+	"github.com/batonlock/baton/notify/slot"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,8 +12,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 // Every name either derives keys that all live in one cluster slot, the
@@ -42,9 +41,9 @@ func FuzzLockName(f *testing.F) {
 			prefix = DefaultPrefix
 		}
 		require.Equal(t, prefix+"{"+name+"}", l.Hash)
-		slot := redistest.KeySlot(name)
+		want := slot.Of(name)
 		for _, k := range []string{l.Hash, l.Channel, l.Fence, l.RequestKey("r1")} {
-			require.Equal(t, slot, redistest.KeySlot(k), "%q is not in the slot of %q", k, name)
+			require.Equal(t, want, slot.Of(k), "%q is not in the slot of %q", k, name)
 		}
 		runEveryScript(t, rdb, l)
 	})

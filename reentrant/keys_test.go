@@ -3,12 +3,11 @@ package reentrant
 import (
 	"errors"
 	"fmt"
+	"github.com/batonlock/baton/notify/slot"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 func TestValidateName(t *testing.T) {
@@ -64,11 +63,11 @@ func TestDerivedKeysShareOneSlot(t *testing.T) {
 		name := fmt.Sprintf("lock-%d:%x", i, i*7919)
 		l, err := Namespace{}.Keys(name)
 		require.NoError(t, err)
-		want := redistest.KeySlot(l.Hash)
+		want := slot.Of(l.Hash)
 		for _, k := range []string{l.Channel, l.Fence, l.RequestKey("r1"), l.RequestKey(name)} {
-			require.Equal(t, want, redistest.KeySlot(k), "%s vs %s", l.Hash, k)
+			require.Equal(t, want, slot.Of(k), "%s vs %s", l.Hash, k)
 		}
-		require.Equal(t, redistest.KeySlot(name), want, "the tag is the lock name")
+		require.Equal(t, slot.Of(name), want, "the tag is the lock name")
 		slots[want] = true
 	}
 	require.Greater(t, len(slots), 4000, "names spread over the slot space")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/batonlock/baton/notify/slot"
 	"slices"
 	"strings"
 	"sync"
@@ -278,7 +279,7 @@ func TestACLClusterRulesDuringSlotMigration(t *testing.T) {
 		name := cl.TagOn(t, from, fmt.Sprintf("migrating%d-", i))
 		l, err := c.Lock(ctx, name)
 		require.NoError(t, err)
-		slot := redistest.KeySlot(name)
+		slot := slot.Of(name)
 		// Half-way through a migration: the lock's keys have moved, the
 		// slot has not.
 		require.NoError(t, to.Admin().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err())

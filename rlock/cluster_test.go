@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"fmt"
+	"github.com/batonlock/baton/notify/slot"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -288,7 +289,7 @@ func testSlotMigrationMidWait(t *testing.T, cl *redistest.Cluster) {
 	}
 	require.Eventually(t, func() bool { return shardNumSub(from) == 1 }, 5*time.Second, 5*time.Millisecond)
 
-	cl.MigrateSlot(t, redistest.KeySlot(name), to)
+	cl.MigrateSlot(t, slot.Of(name), to)
 	require.Eventually(t, func() bool { return shardNumSub(to) == 1 }, 10*time.Second, 5*time.Millisecond,
 		"the waiter subscribes again on the new owner")
 	require.Zero(t, shardNumSub(from), "the old owner dropped the channel")

@@ -12,6 +12,8 @@ import (
 // a Restart; CI relies on it to run the lock tests as that user.
 func TestACLModeRestrictsClient(t *testing.T) {
 	t.Setenv(ACLEnv, "1")
+	UseACLRules("+set ~baton:*")
+	t.Cleanup(func() { UseACLRules("") })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s := Start(t)

@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"github.com/batonlock/baton/notify/slot"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,9 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-// slotCount is the number of hash slots of a Redis Cluster.
-const slotCount = 16384
 
 // clusterTimeout bounds cluster creation, and each slot migration, from the
 // first command until every node agrees on the result.
@@ -147,7 +145,7 @@ func (c *Cluster) TagOn(tb testing.TB, node *Node, prefix string) string {
 	owners := c.owners(tb)
 	for i := 0; ; i++ {
 		tag := prefix + strconv.Itoa(i)
-		if owners[KeySlot(tag)] == node {
+		if owners[slot.Of(tag)] == node {
 			return tag
 		}
 	}
@@ -253,7 +251,7 @@ func (c *Cluster) slotOwners(ctx context.Context, node *Node) ([]*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER SLOTS on %s: %w", node.Addr, err)
 	}
-	owners := make([]*Node, slotCount)
+	owners := make([]*Node, slot.Count)
 	for _, r := range ranges {
 		if len(r.Nodes) == 0 {
 			continue
@@ -267,32 +265,9 @@ func (c *Cluster) slotOwners(ctx context.Context, node *Node) ([]*Node, error) {
 		if master == nil {
 			return nil, fmt.Errorf("%s names an unknown master %s", node.Addr, r.Nodes[0].Addr)
 		}
-		for s := r.Start; s <= r.End && s < slotCount; s++ {
+		for s := r.Start; s <= r.End && s < slot.Count; s++ {
 			owners[s] = master
 		}
 	}
 	return owners, nil
-}
-
-// KeySlot is the cluster slot of key: CRC16 (XMODEM) of its hash tag, the
-// part between the first '{' and the next '}' when that is not empty, or of
-// the whole key, modulo slotCount. It is what CLUSTER KEYSLOT returns.
-func KeySlot(key string) int {
-	if s := strings.IndexByte(key, '{'); s >= 0 {
-		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
-			key = key[s+1 : s+1+e]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % slotCount
 }

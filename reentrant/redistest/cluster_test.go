@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"github.com/batonlock/baton/notify/slot"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func TestCluster(t *testing.T) {
 	for _, key := range []string{"123456789", "{user1000}.following", "foo{}{bar}", "{}x", "a{b}c", "x{", ""} {
 		want, err := cl.Nodes[0].Admin().ClusterKeySlot(ctx, key).Result()
 		require.NoError(t, err)
-		require.EqualValues(t, want, KeySlot(key), "%q", key)
+		require.EqualValues(t, want, slot.Of(key), "%q", key)
 	}
 
 	// The cluster client writes each key on the node TagOn picked for it.
@@ -39,7 +40,7 @@ func TestCluster(t *testing.T) {
 	// MigrateSlot moves the slot and its keys, TTL included.
 	from, to := cl.Nodes[0], cl.Nodes[1]
 	tag := cl.TagOn(t, from, "m")
-	slot := KeySlot(tag)
+	slot := slot.Of(tag)
 	for _, k := range []string{"{" + tag + "}a", "{" + tag + "}b"} {
 		require.NoError(t, rdb.Set(ctx, k, "v", time.Minute).Err())
 	}
