@@ -100,6 +100,9 @@ func (h *hold) expired(now time.Time) bool {
 // checkExpiry is the expiry timer: the hold ends at its validity, unless a
 // renewal moved it, in which case the timer waits for the new one.
 func (h *hold) checkExpiry() {
+	if h.ended() != nil {
+		return
+	}
 	now := time.Now()
 	if !h.expired(now) {
 		h.expiry.Reset(time.Duration(h.validUntil.Load() - monoOf(now)))
@@ -157,7 +160,7 @@ func (h *hold) watchLost(cause error) {
 // turns, while a nested call through the innermost handle never waits. The
 // wait is local and sends nothing. release gives the turn back if the
 // re-entry fails.
-func (h *hold) takeTurn(done <-chan struct{}, via *Lock) error {
+func (h *hold) takeTurn(ctx context.Context, via *Lock) error {
 	for {
 		h.mu.Lock()
 		switch {
@@ -179,8 +182,8 @@ func (h *hold) takeTurn(done <-chan struct{}, via *Lock) error {
 		h.mu.Unlock()
 		select {
 		case <-turn:
-		case <-done:
-			return nil // the caller sees its ctx ended
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
@@ -311,8 +314,12 @@ func (h *hold) endWith(cause error) bool {
 	if stop != nil {
 		stop.Stop()
 	}
+	handleCause := cause
+	if cause == errReleased {
+		handleCause = context.Canceled // handles still unlocking: their Unlock was the end
+	}
 	for _, l := range handles {
-		l.cancel(cause)
+		l.cancel(handleCause)
 	}
 	h.retire()
 	return true

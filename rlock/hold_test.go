@@ -140,6 +140,12 @@ func TestForkedGoroutinesTakeTurns(t *testing.T) {
 	_, err = c.Lock(short, "fork")
 	require.ErrorIs(t, err, ErrNotObtained)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+	// The turn it never had is not given back: the next re-entry through l
+	// still waits for child.
+	again, stop2 := context.WithTimeout(l.Context(), 50*time.Millisecond)
+	defer stop2()
+	_, err = c.Lock(again, "fork")
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a re-entry overtook the held child")
 	require.NoError(t, child.Unlock(ctx))
 	require.NoError(t, l.Unlock(ctx))
 }

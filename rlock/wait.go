@@ -110,7 +110,7 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 // hold, by token.
 func (a *attempt) reenter(ctx context.Context) (*Lock, error) {
 	h := a.via.hold
-	if err := h.takeTurn(ctx.Done(), a.via); err != nil {
+	if err := h.takeTurn(ctx, a.via); err != nil {
 		return nil, a.notObtained(err)
 	}
 	if err := ctx.Err(); err != nil {
