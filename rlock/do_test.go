@@ -132,3 +132,36 @@ func TestNoObserverCostsNoAllocation(t *testing.T) {
 		_, _ = a.observeWait(wait)
 	}))
 }
+
+// BenchmarkLockUnlockObserver compares an uncontended Lock+Unlock with no
+// observer, with an empty one, and with every event observed: the first
+// two allocate the same.
+func BenchmarkLockUnlockObserver(b *testing.B) {
+	srv := redistest.Start(b)
+	count := func(Acquire) {}
+	for _, bc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"none", nil},
+		{"empty", []Option{WithObserver(Observer{})}},
+		{"acquired", []Option{WithObserver(Observer{Acquired: count})}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, err := New(srv.Client(), bc.opts...)
+			require.NoError(b, err)
+			defer c.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := c.Lock(ctx, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
