@@ -93,18 +93,12 @@ func BenchmarkHandoff(b *testing.B) {
 	}
 }
 
-// benchLocker opens a Locker on its own connection pool, closed when b ends
-// (not when the whole benchmark does: b's function may run several times),
-// and takes and frees one lock so that dialling and loading scripts are
-// not timed.
+// benchLocker opens a Locker, closed when b ends (not when the whole
+// benchmark does: b's function may run several times), and takes and frees
+// one lock so that dialling and loading scripts are not timed.
 func benchLocker(b *testing.B, srv *redistest.Server, algo Algorithm) Locker {
 	b.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	l, err := algo.New(rdb, "bench:"+b.Name()+":")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = l.Close(); _ = rdb.Close() })
+	l := openLocker(b, srv, algo, "bench:"+b.Name()+":")
 	ctx := context.Background()
 	h, err := l.Lock(ctx, "warm-up")
 	if err == nil {
@@ -113,5 +107,18 @@ func benchLocker(b *testing.B, srv *redistest.Server, algo Algorithm) Locker {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return l
+}
+
+// openLocker opens a Locker on a client of its own, as one process would;
+// both are closed when tb ends.
+func openLocker(tb testing.TB, srv *redistest.Server, algo Algorithm, prefix string) Locker {
+	tb.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	l, err := algo.New(Env{Client: rdb, Prefix: prefix})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = l.Close(); _ = rdb.Close() })
 	return l
 }

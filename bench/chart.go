@@ -19,20 +19,22 @@ var chartSVG = template.Must(template.New("chart").Funcs(template.FuncMap{
 
 // Chart geometry, in SVG user units.
 const (
-	chartWidth   = 960
+	chartWidth   = 1200
 	chartMargin  = 70.0 // left of the plots, room for the axis labels
-	panelHeight  = 220.0
+	panelHeight  = 200.0
 	panelSpacing = 90.0 // scenario names below a panel, the next one's title above it
-	chartTop     = 90.0
+	legendTop    = 50.0
+	legendStep   = 130.0 // between legend entries
+	legendRow    = 18.0
 )
 
 // palette colours algorithms in table order; baton comes first.
-var palette = []string{"#d62728", "#1f77b4", "#6baed6", "#9467bd", "#2ca02c", "#ff7f0e"}
+var palette = []string{"#d62728", "#1f77b4", "#6baed6", "#2ca02c", "#98df8a", "#9467bd", "#ff7f0e", "#ffbb78", "#8c564b", "#7f7f7f"}
 
 type chart struct {
 	Width, Height int
 	TitleX        float64
-	Title         string
+	Caveat, Title string
 	Legend        []legendItem
 	Panels        []panel
 }
@@ -66,27 +68,42 @@ type groupLabel struct {
 	Name string
 }
 
-// metric is one panel's figure, drawn on a log scale because the
-// algorithms differ by orders of magnitude.
+// metric is one panel's figure; ok is false where a run could not measure
+// it (no bar is drawn). Figures that differ by orders of magnitude use a log
+// scale; ratios use a linear one from 0.
 type metric struct {
 	name, title string
-	value       func(Result) float64
+	value       func(Result) (v float64, ok bool)
 	format      func(float64) string
+	log         bool
 }
 
 var chartMetrics = []metric{
-	{"wait_p99", "wait p99 (log scale, lower is better)",
-		func(r Result) float64 { return float64(r.WaitP99) },
-		func(v float64) string { return short(time.Duration(v)) }},
 	{"acq_per_sec", "acquisitions/s (log scale, higher is better)",
-		func(r Result) float64 { return r.AcqPerSec }, compact},
+		func(r Result) (float64, bool) { return r.AcqPerSec, true }, compact, true},
+	{"wait_p99", "wait p99 (log scale, lower is better)",
+		func(r Result) (float64, bool) { return float64(r.WaitP99), true },
+		func(v float64) string { return short(time.Duration(v)) }, true},
+	{"gap_per_ping", "hand-off gap p50 in PING round trips (lower is better; none without hand-offs)",
+		func(r Result) (float64, bool) {
+			if r.GapPerPing == nil {
+				return 0, false
+			}
+			return *r.GapPerPing, true
+		}, func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }, false},
+	{"fairness", "fairness: least/most acquisitions of a worker (higher is better)",
+		func(r Result) (float64, bool) { return r.Fairness, true },
+		func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }, false},
 }
 
-// WriteSVG draws wait p99 and throughput per scenario, one bar per
-// algorithm, as a standalone SVG.
-func WriteSVG(w io.Writer, results []Result) error {
+// WriteSVG draws one panel per metric (acq/s, wait p99, hand-off gap in
+// PINGs, fairness), each with a group of bars per scenario and a bar per
+// algorithm, as a standalone SVG. Its title names the server, the date,
+// GOMAXPROCS and the commit, and on miniredis says that the figures show
+// behaviour, not speed.
+func WriteSVG(w io.Writer, rep Report) error {
 	var algos, scenarios []string
-	for _, r := range results {
+	for _, r := range rep.Results {
 		if !slices.Contains(algos, r.Algorithm) {
 			algos = append(algos, r.Algorithm)
 		}
@@ -94,51 +111,52 @@ func WriteSVG(w io.Writer, results []Result) error {
 			scenarios = append(scenarios, r.Scenario)
 		}
 	}
+	perRow := int(math.Floor((chartWidth - chartMargin) / legendStep))
+	legendRows := max((len(algos)+perRow-1)/perRow, 1)
+	top := legendTop + float64(legendRows)*legendRow + 40
 	c := chart{
 		Width:  chartWidth,
-		Height: int(chartTop + float64(len(chartMetrics))*(panelHeight+panelSpacing) - panelSpacing + 30),
+		Height: int(top + float64(len(chartMetrics))*(panelHeight+panelSpacing) - panelSpacing + 30),
 		TitleX: chartMargin,
-		Title:  "baton vs polling baselines, per scenario",
+		Caveat: rep.Meta.Caveat,
+		Title:  "baton vs peer libraries and polling: " + rep.Meta.Headline(),
 	}
 	for i, a := range algos {
-		x := chartMargin + float64(i)*140
-		c.Legend = append(c.Legend, legendItem{X: x, Y: 36, TextX: x + 16, TextY: 47, Fill: color(i), Name: a})
+		x := chartMargin + float64(i%perRow)*legendStep
+		y := legendTop + float64(i/perRow)*legendRow
+		c.Legend = append(c.Legend, legendItem{X: x, Y: y, TextX: x + 16, TextY: y + 11, Fill: color(i), Name: a})
 	}
 	for i, m := range chartMetrics {
-		top := chartTop + float64(i)*(panelHeight+panelSpacing)
-		c.Panels = append(c.Panels, layoutPanel(m, top, results, algos, scenarios))
+		c.Panels = append(c.Panels, layoutPanel(m, top+float64(i)*(panelHeight+panelSpacing), rep.Results, algos, scenarios))
 	}
 	return chartSVG.Execute(w, c)
 }
 
 func layoutPanel(m metric, top float64, results []Result, algos, scenarios []string) panel {
 	p := panel{Title: m.title, Metric: m.name, Left: chartMargin, Right: chartWidth - 20, Bottom: top + panelHeight, TitleY: top - 10}
-	lo, hi := decades(results, m.value)
-	y := func(v float64) float64 {
-		if v <= 0 {
-			return p.Bottom
-		}
-		frac := min(max((math.Log10(v)-lo)/(hi-lo), 0), 1)
-		return p.Bottom - frac*panelHeight
-	}
-	for d := lo; d <= hi; d++ {
-		gy := y(math.Pow(10, d))
-		p.Grid = append(p.Grid, gridLine{Y: gy, LabelX: p.Left - 6, LabelY: gy + 4, Label: m.format(math.Pow(10, d))})
+	ticks, frac := scale(m, results)
+	y := func(v float64) float64 { return p.Bottom - frac(v)*panelHeight }
+	for _, t := range ticks {
+		gy := y(t)
+		p.Grid = append(p.Grid, gridLine{Y: gy, LabelX: p.Left - 6, LabelY: gy + 4, Label: m.format(t)})
 	}
 	groupW := (p.Right - p.Left) / float64(max(len(scenarios), 1))
-	barW := groupW * 0.8 / float64(max(len(algos), 1))
+	barW := groupW * 0.85 / float64(max(len(algos), 1))
 	for si, s := range scenarios {
-		left := p.Left + float64(si)*groupW + groupW*0.1
-		p.Groups = append(p.Groups, groupLabel{X: left + groupW*0.4, Y: p.Bottom + 16, Name: s})
+		left := p.Left + float64(si)*groupW + groupW*0.075
+		p.Groups = append(p.Groups, groupLabel{X: left + groupW*0.425, Y: p.Bottom + 16, Name: s})
 		for ai, a := range algos {
 			i := slices.IndexFunc(results, func(r Result) bool { return r.Algorithm == a && r.Scenario == s })
 			if i < 0 {
 				continue
 			}
-			v := m.value(results[i])
+			v, ok := m.value(results[i])
+			if !ok {
+				continue
+			}
 			x, by := left+float64(ai)*barW, y(v)
 			p.Bars = append(p.Bars, bar{
-				X: x, Y: by, W: barW * 0.9, H: p.Bottom - by, LabelX: x + barW*0.45, LabelY: by - 3,
+				X: x, Y: by, W: barW * 0.85, H: p.Bottom - by, LabelX: x + barW*0.45 + 3, LabelY: by - 3,
 				Fill: color(ai), Label: m.format(v), Tooltip: a + " on " + s + ": " + m.format(v),
 				Algorithm: a, Scenario: s,
 			})
@@ -147,12 +165,47 @@ func layoutPanel(m metric, top float64, results []Result, algos, scenarios []str
 	return p
 }
 
+// scale returns the grid values of m's axis and the map from a value to its
+// height as a fraction of the panel.
+func scale(m metric, results []Result) (ticks []float64, frac func(float64) float64) {
+	var values []float64
+	for _, r := range results {
+		if v, ok := m.value(r); ok && (v > 0 || !m.log) {
+			values = append(values, v)
+		}
+	}
+	if m.log {
+		lo, hi := decades(values)
+		for d := lo; d <= hi; d++ {
+			ticks = append(ticks, math.Pow(10, d))
+		}
+		return ticks, func(v float64) float64 {
+			if v <= 0 {
+				return 0
+			}
+			return min(max((math.Log10(v)-lo)/(hi-lo), 0), 1)
+		}
+	}
+	top := 1.0
+	if len(values) > 0 {
+		top = max(math.Ceil(slices.Max(values)), 1)
+	}
+	step := math.Max(1, math.Ceil(top/5))
+	if top <= 1 {
+		step = 0.25
+	}
+	for t := 0.0; t <= top+1e-9; t += step {
+		ticks = append(ticks, t)
+	}
+	return ticks, func(v float64) float64 { return min(max(v/top, 0), 1) }
+}
+
 // decades returns the powers of ten just below the smallest and just above
 // the largest positive value, at least one decade apart.
-func decades(results []Result, value func(Result) float64) (lo, hi float64) {
+func decades(values []float64) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, r := range results {
-		if v := value(r); v > 0 {
+	for _, v := range values {
+		if v > 0 {
 			lo, hi = min(lo, math.Floor(math.Log10(v))), max(hi, math.Ceil(math.Log10(v)))
 		}
 	}

@@ -11,14 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSVGIsValidXMLWithOneBarPerRunAndMetric(t *testing.T) {
-	results := sampleResults()
-	results[0].Algorithm = `<b&"x">` // names are escaped, not markup
+func TestSVGIsValidXMLWithOneBarPerMeasuredFigure(t *testing.T) {
+	rep := sampleReport()
+	rep.Results[0].Algorithm = `<b&"x">` // names are escaped, not markup
 	var buf bytes.Buffer
-	require.NoError(t, WriteSVG(&buf, results))
+	require.NoError(t, WriteSVG(&buf, rep))
+	svg := buf.String()
 
 	bars := map[string]map[string]bool{} // metric → "algorithm/scenario"
-	dec := xml.NewDecoder(&buf)
+	var texts []string
+	dec := xml.NewDecoder(strings.NewReader(svg))
 	root := ""
 	for {
 		tok, err := dec.Token()
@@ -26,6 +28,9 @@ func TestSVGIsValidXMLWithOneBarPerRunAndMetric(t *testing.T) {
 			break
 		}
 		require.NoError(t, err, "valid XML")
+		if cd, ok := tok.(xml.CharData); ok {
+			texts = append(texts, string(cd))
+		}
 		el, ok := tok.(xml.StartElement)
 		if !ok {
 			continue
@@ -47,12 +52,26 @@ func TestSVGIsValidXMLWithOneBarPerRunAndMetric(t *testing.T) {
 	}
 	require.Equal(t, "svg", root)
 	require.Len(t, bars, len(chartMetrics))
-	for metric, got := range bars {
-		require.Len(t, got, len(results), metric)
-		for _, r := range results {
-			require.True(t, got[r.Algorithm+"/"+r.Scenario], "%s: %s on %s", metric, r.Algorithm, r.Scenario)
+	for _, m := range chartMetrics {
+		for _, r := range rep.Results {
+			_, measured := m.value(r)
+			require.Equal(t, measured, bars[m.name][r.Algorithm+"/"+r.Scenario], "%s: %s on %s", m.name, r.Algorithm, r.Scenario)
 		}
 	}
+	require.Len(t, bars["gap_per_ping"], 1, "only one run had hand-offs")
+	title := strings.Join(texts, " ")
+	for _, want := range []string{"Redis 7.0.15", "2026-11-23", "GOMAXPROCS 2", "commit 0123456789ab+dirty"} {
+		require.Contains(t, title, want)
+	}
+	require.NotContains(t, title, MiniredisCaveat)
+}
+
+func TestSVGTitleSaysMiniredisFiguresAreNotSpeed(t *testing.T) {
+	rep := sampleReport()
+	rep.Meta.Caveat = MiniredisCaveat
+	var buf bytes.Buffer
+	require.NoError(t, WriteSVG(&buf, rep))
+	require.Contains(t, buf.String(), MiniredisCaveat)
 }
 
 func attrs(el xml.StartElement) map[string]string {
@@ -64,11 +83,10 @@ func attrs(el xml.StartElement) map[string]string {
 }
 
 func TestDecadesSpanTheValues(t *testing.T) {
-	results := []Result{{AcqPerSec: 850}, {AcqPerSec: 12000}, {AcqPerSec: 0}}
-	lo, hi := decades(results, func(r Result) float64 { return r.AcqPerSec })
+	lo, hi := decades([]float64{850, 12000, 0})
 	require.Equal(t, [2]float64{2, 5}, [2]float64{lo, hi})
-	lo, hi = decades(results[:1], func(r Result) float64 { return r.AcqPerSec })
+	lo, hi = decades([]float64{850})
 	require.Equal(t, [2]float64{2, 3}, [2]float64{lo, hi})
-	lo, hi = decades(nil, func(r Result) float64 { return r.AcqPerSec })
+	lo, hi = decades(nil)
 	require.Equal(t, [2]float64{0, 1}, [2]float64{lo, hi}, "no values still draws an axis")
 }

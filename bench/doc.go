@@ -1,19 +1,44 @@
-// Package bench measures baton against the polling locks that published
-// Redis recipes use, on the same server, clients and measurements, so that
-// only the lock differs.
+// Package bench measures baton against the Go Redis lock libraries people
+// would otherwise use and against the polling recipes Redis's documentation
+// publishes, on the same server, clients and measurements, so that only the
+// lock differs.
 //
-// The baselines take a lock with SET key token NX and a lease, and when it
-// is held sleep and try again: poll-10ms and poll-1ms sleep a fixed
-// interval; poll-backoff sleeps a uniform random time below
-// min(BackoffCap, BackoffBase·2^attempt) (capped exponential backoff with
-// full jitter, base 1ms, cap 50ms). All release with a compare-and-delete
-// script. Baton is rlock with its defaults: one Client per worker, woken by
-// pub/sub, kept alive by its watchdog.
+// # Algorithms
 //
-// A Suite runs every Algorithm on every Scenario. In a run, each worker has
-// its own Redis client and Locker, as a separate process would, and loops:
-// Lock a name, hold, Unlock, think. Each run measures:
-//   - acquisitions per second;
+// Each is a Locker; every worker has its own Redis client and Locker, as a
+// separate process would.
+//   - baton: rlock with its defaults (one Client per worker, woken by
+//     pub/sub, kept alive by its watchdog).
+//   - redsync (github.com/go-redsync/redsync/v4) on one pool, the worker's
+//     client, so a quorum of one: its defaults (8 s expiry, a random
+//     50–250 ms between tries), and redsync-1ms with a 1 ms retry delay.
+//     Both may try without limit (WithTries(math.MaxInt32)); by default
+//     redsync gives up after 32 tries, about five seconds.
+//   - redislock-1ms and redislock-10ms (github.com/bsm/redislock): Obtain
+//     with a linear backoff of 1 ms or 10 ms and a TTL of PollLease. Obtain
+//     waits until its context's deadline, or for the TTL when the context
+//     has none; the bench's contexts always have the run's deadline.
+//   - rueidislock (github.com/redis/rueidis/rueidislock): one key per lock
+//     (KeyMajority 1) and its other defaults (5 s validity, extended in the
+//     background; waiters woken by client-side-caching invalidations). It
+//     brings its own rueidis client per worker, dialled to the same server
+//     as the worker's go-redis client and counted the same way. It waits
+//     until its context ends.
+//   - poll-10ms, poll-1ms and poll-backoff: SET key token NX with a lease
+//     (PollLease), retried after a sleep until it succeeds, released by a
+//     compare-and-delete script. poll-10ms and poll-1ms sleep a fixed
+//     interval; poll-backoff sleeps a uniform random time below
+//     min(BackoffCap, BackoffBase·2^attempt) (capped exponential backoff
+//     with full jitter, base 1 ms, cap 50 ms).
+//
+// # Measurements
+//
+// A Suite runs every Algorithm on every Scenario, in rounds: each round runs
+// the algorithms in an order rotated by one, so none always goes first. In
+// a run, each worker loops: Lock a name, hold, Unlock, think. Each run
+// measures:
+//   - acquisitions per second (reported as the median over the rounds, with
+//     the slowest and fastest round);
 //   - wait from calling Lock to holding; a Lock the end of the run cuts short
 //     counts with its wait so far, so a starved worker is not left out;
 //   - the hand-off gap, from the start of a release to the next acquisition
@@ -23,13 +48,27 @@
 //   - commands per acquisition, twice: as written by the lock clients
 //     (counted on their connections, pub/sub included), and as executed by
 //     the server (INFO commandstats, which also counts commands run inside
-//     scripts; not available on miniredis);
+//     scripts), with the server time they took (commandstats usec); n/a on
+//     miniredis, which has no commandstats;
 //   - fairness, the ratio of the least to the most acquisitions of a worker;
 //   - mutual-exclusion violations: a worker acquiring a name another worker
 //     has not yet started to release. There must be none.
 //
 // Runs never share keys: each has its own key prefix. Targets judges baton
-// against the best baseline of the same run; WriteTable, WriteTargets and
-// WriteFiles (JSON, CSV, SVG chart) present the results. The command
-// bench/cmd/baton-bench drives it all.
+// against the best peer or polling recipe of the same run; WriteTable,
+// WriteTargets and WriteFiles (JSON, CSV, SVG chart) present a Report, which
+// carries what the run ran on (Meta). The command bench/cmd/baton-bench
+// drives it all, on a throwaway redis-server by default.
+//
+// # Why bench is in the root module
+//
+// The peers are dependencies of this package only. Go compiles only the
+// packages a program imports, so a program that imports rlock never
+// compiles redsync, redislock or rueidis; they appear in baton's go.mod,
+// and so in its users' module graphs, but not in their builds. A separate
+// module would keep them out of go.mod too, but then
+// `go run ./bench/cmd/baton-bench` would not work from the repository root
+// without a go.work file there, which the project does not allow, and the
+// bench would measure a released baton instead of the working tree's
+// unless kept in step by a replace directive.
 package bench

@@ -14,8 +14,9 @@ const fastForwardEvery = 50 * time.Millisecond
 
 // Embedded starts a miniredis in this process and returns it as a Target,
 // so the benchmark runs on a machine without Redis. Its figures say how the
-// algorithms compare on a slow single-threaded server, not what a real
-// Redis does. stop shuts it down.
+// algorithms behave on a slow single-threaded server, not how fast a real
+// Redis is, and the Target is marked so that every output says it. stop
+// shuts it down.
 func Embedded() (t Target, stop func(), err error) {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
@@ -40,6 +41,8 @@ func Embedded() (t Target, stop func(), err error) {
 		}
 	}()
 	t = Target{
+		Name:      "embedded miniredis",
+		Miniredis: true,
 		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: mr.Addr()}) },
 		// Keys left by one run would slow the next: miniredis visits every
 		// key on each FastForward.

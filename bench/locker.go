@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -10,16 +11,16 @@ import (
 )
 
 // BatonName is the name of the algorithm under test; every other algorithm
-// is a baseline it is compared with.
+// is a peer library or a polling recipe it is compared with.
 const BatonName = "baton"
 
 // Locker is one process's way of taking named locks. It is the only thing
-// that differs between the algorithms compared: the clients, the workers and
-// the measurements are shared.
+// that differs between the algorithms compared: the workers, their clients
+// and the measurements are shared.
 type Locker interface {
 	// Lock blocks until name is held or ctx ends.
 	Lock(ctx context.Context, name string) (Held, error)
-	// Close releases what the Locker owns besides its Redis client.
+	// Close releases what the Locker owns besides the worker's client.
 	Close() error
 }
 
@@ -29,18 +30,35 @@ type Held interface {
 	Unlock(ctx context.Context) error
 }
 
+// Env is what one worker's Locker is built on.
+type Env struct {
+	// Client is the worker's own Redis client; the harness closes it.
+	Client redis.UniversalClient
+	// Prefix starts every key of the run, so that runs never see each
+	// other's keys.
+	Prefix string
+	// Count, when set, wraps a connection that a Locker dials itself (with
+	// a client library of its own), so that the commands it writes are
+	// counted like those of Client.
+	Count func(net.Conn) net.Conn
+}
+
 // Algorithm names a Locker constructor for the tables.
 type Algorithm struct {
 	Name string
-	// New returns a Locker that takes locks through rdb, with every key
-	// under prefix so that runs never see each other's keys.
-	New func(rdb redis.UniversalClient, prefix string) (Locker, error)
+	New  func(Env) (Locker, error)
 }
 
-// Algorithms returns baton and the polling baselines, in table order.
+// Algorithms returns baton, the peer libraries and the polling recipes, in
+// table order. The package doc says how each is configured.
 func Algorithms() []Algorithm {
 	return []Algorithm{
 		{Name: BatonName, New: newBaton},
+		{Name: "redsync", New: newRedsync()},
+		{Name: "redsync-1ms", New: newRedsync(time.Millisecond)},
+		{Name: "redislock-1ms", New: newRedislock(time.Millisecond)},
+		{Name: "redislock-10ms", New: newRedislock(10 * time.Millisecond)},
+		{Name: "rueidislock", New: newRueidislock},
 		{Name: "poll-10ms", New: pollWith(FixedSleep(10 * time.Millisecond))},
 		{Name: "poll-1ms", New: pollWith(FixedSleep(time.Millisecond))},
 		{Name: "poll-backoff", New: pollWith(FullJitter(BackoffBase, BackoffCap))},
@@ -51,8 +69,8 @@ func Algorithms() []Algorithm {
 // default watchdog lease.
 type batonLocker struct{ c *rlock.Client }
 
-func newBaton(rdb redis.UniversalClient, prefix string) (Locker, error) {
-	c, err := rlock.New(rdb, rlock.WithKeyPrefix(prefix))
+func newBaton(e Env) (Locker, error) {
+	c, err := rlock.New(e.Client, rlock.WithKeyPrefix(e.Prefix))
 	if err != nil {
 		return nil, err
 	}

@@ -17,45 +17,46 @@ import (
 
 // WriteFiles writes results.json, results.csv and chart.svg into dir,
 // creating it if needed.
-func WriteFiles(dir string, results []Result) error {
+func WriteFiles(dir string, rep Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for name, write := range map[string]func(io.Writer, []Result) error{
+	for name, write := range map[string]func(io.Writer, Report) error{
 		"results.json": WriteJSON,
 		"results.csv":  WriteCSV,
 		"chart.svg":    WriteSVG,
 	} {
-		if err := writeFile(filepath.Join(dir, name), results, write); err != nil {
+		if err := writeFile(filepath.Join(dir, name), rep, write); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeFile(path string, results []Result, write func(io.Writer, []Result) error) error {
+func writeFile(path string, rep Report, write func(io.Writer, Report) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := write(f, results); err != nil {
+	if err := write(f, rep); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("bench: write %s: %w", path, err)
 	}
 	return f.Close()
 }
 
-// WriteJSON writes results as an indented JSON array.
-func WriteJSON(w io.Writer, results []Result) error {
+// WriteJSON writes the report, metadata and results, as indented JSON.
+func WriteJSON(w io.Writer, rep Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(results)
+	return enc.Encode(rep)
 }
 
-// WriteCSV writes results with a header row. Columns are Result's fields
-// under their JSON names, so the two files never disagree; server_commands
-// is the total, empty when the server has no commandstats.
-func WriteCSV(w io.Writer, results []Result) error {
+// WriteCSV writes the results with a header row. Columns are Result's
+// fields under their JSON names, so the two files never disagree;
+// server_commands is the total. A figure that is n/a is an empty field,
+// never 0. The metadata is in the JSON only.
+func WriteCSV(w io.Writer, rep Report) error {
 	t := reflect.TypeFor[Result]()
 	header := make([]string, t.NumField())
 	for i := range header {
@@ -63,11 +64,11 @@ func WriteCSV(w io.Writer, results []Result) error {
 	}
 	cw := csv.NewWriter(w)
 	_ = cw.Write(header) // errors stick; cw.Error reports them
-	for _, r := range results {
+	for _, r := range rep.Results {
 		v := reflect.ValueOf(r)
 		row := make([]string, len(header))
 		for i := range row {
-			row[i] = csvCell(v.Field(i).Interface())
+			row[i] = csvCell(v.Field(i))
 		}
 		_ = cw.Write(row)
 	}
@@ -75,17 +76,23 @@ func WriteCSV(w io.Writer, results []Result) error {
 	return cw.Error()
 }
 
-func csvCell(v any) string {
-	switch v := v.(type) {
-	case time.Duration:
-		return strconv.FormatInt(int64(v), 10)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case redisproc.CommandStats:
-		if v == nil {
+func csvCell(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
 			return ""
 		}
-		return strconv.FormatInt(v.Total(), 10)
+		v = v.Elem()
 	}
-	return fmt.Sprint(v) // strings and integers
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		return strconv.FormatInt(int64(x), 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case redisproc.CommandStats:
+		if x == nil {
+			return ""
+		}
+		return strconv.FormatInt(x.Total(), 10)
+	}
+	return fmt.Sprint(v.Interface()) // strings and integers
 }

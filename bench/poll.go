@@ -32,7 +32,7 @@ var (
 	unlockLua    string
 	unlockScript = redis.NewScript(unlockLua)
 
-	errPollNotHeld = errors.New("bench: lock not held at unlock (lease expired)")
+	errNotHeld = errors.New("bench: lock not held at unlock (lease expired)")
 )
 
 // Backoff returns how long to sleep after failed attempt number attempt
@@ -57,9 +57,9 @@ func FullJitter(base, ceiling time.Duration) Backoff {
 	}
 }
 
-func pollWith(backoff Backoff) func(redis.UniversalClient, string) (Locker, error) {
-	return func(rdb redis.UniversalClient, prefix string) (Locker, error) {
-		return pollLocker{rdb: rdb, prefix: prefix, backoff: backoff}, nil
+func pollWith(backoff Backoff) func(Env) (Locker, error) {
+	return func(e Env) (Locker, error) {
+		return pollLocker{rdb: e.Client, prefix: e.Prefix, backoff: backoff}, nil
 	}
 }
 
@@ -95,7 +95,7 @@ func (pollLocker) Close() error { return nil }
 func (h *pollHeld) Unlock(ctx context.Context) error {
 	n, err := unlockScript.Run(ctx, h.rdb, []string{h.key}, h.token).Int()
 	if err == nil && n == 0 {
-		err = errPollNotHeld
+		err = errNotHeld
 	}
 	return err
 }

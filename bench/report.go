@@ -9,45 +9,99 @@ import (
 	"time"
 )
 
-// WriteTable prints results as an aligned table, one row per run.
-func WriteTable(w io.Writer, results []Result) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\talgorithm\tacq/s\twait p50\twait p99\twait max\tgap p50\tping p50\tgap/ping\tclient cmd/acq\tserver cmd/acq\tfair min/max\tviolations\t")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%d\t\n",
-			r.Scenario, r.Algorithm, r.AcqPerSec, short(r.WaitP50), short(r.WaitP99), short(r.WaitMax),
-			gapCell(r), short(r.PingP50), ratioCell(r), r.ClientPerAcq, serverCell(r),
-			fmt.Sprintf("%.2f (%d/%d)", r.Fairness, r.MinPerWorker, r.MaxPerWorker), r.Violations)
+// column is one column of a table: its heading and its cell for a result.
+type column struct {
+	head string
+	cell func(Result) string
+}
+
+// The tables, by topic, each narrow enough for a terminal. Every one starts
+// with the scenario and the algorithm.
+var tables = []struct {
+	title string
+	cols  []column
+}{
+	{"speed", []column{
+		{"acq/s", func(r Result) string { return strconv.FormatFloat(r.AcqPerSec, 'f', 0, 64) }},
+		{"spread", spreadCell},
+		{"fairness", func(r Result) string { return fmt.Sprintf("%.3f (%d/%d)", r.Fairness, r.MinPerWorker, r.MaxPerWorker) }},
+		{"violations", func(r Result) string { return strconv.FormatInt(r.Violations, 10) }},
+	}},
+	{"latency", []column{
+		{"wait p50", func(r Result) string { return short(r.WaitP50) }},
+		{"wait p99", func(r Result) string { return short(r.WaitP99) }},
+		{"wait max", func(r Result) string { return short(r.WaitMax) }},
+		{"gap p50", func(r Result) string { return optional(r.GapP50, short) }},
+		{"ping p50", func(r Result) string { return short(r.PingP50) }},
+		{"gap/ping", func(r Result) string { return optional(r.GapPerPing, timesCell) }},
+	}},
+	{"cost", []column{
+		{"client cmd/acq", func(r Result) string { return strconv.FormatFloat(r.ClientPerAcq, 'f', 2, 64) }},
+		{"server cmd/acq", func(r Result) string { return optional(r.ServerPerAcq, twoDecimals) }},
+		{"server µs/acq", func(r Result) string { return optional(r.ServerUsecPerAcq, twoDecimals) }},
+	}},
+}
+
+// WriteTable prints the report's results as three aligned tables (speed,
+// latency, cost), one row per scenario and algorithm, under a line naming
+// the server (and, on miniredis, the caveat), and a legend. Its lines fit
+// in 120 columns.
+func WriteTable(w io.Writer, rep Report) error {
+	if rep.Meta.Caveat != "" {
+		fmt.Fprintln(w, rep.Meta.Caveat)
 	}
-	if err := tw.Flush(); err != nil {
+	if _, err := fmt.Fprintf(w, "%s; median of %d round(s)\n", rep.Meta.Headline(), rep.Meta.Rounds); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "wait: Lock call to holding, waits cut short by the end of a run included; "+
-		"gap: release start to another worker's acquire; client cmd: written by the lock clients; "+
-		"server cmd: INFO commandstats, script-internal commands included.")
+	for _, t := range tables {
+		fmt.Fprintf(w, "\n%s\n", t.title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head := []string{"scenario", "algorithm"}
+		for _, c := range t.cols {
+			head = append(head, c.head)
+		}
+		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+		for _, r := range rep.Results {
+			row := []string{r.Scenario, r.Algorithm}
+			for _, c := range t.cols {
+				row = append(row, c.cell(r))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprint(w, tableLegend)
 	return err
 }
 
-func gapCell(r Result) string {
-	if r.Handoffs == 0 {
+const tableLegend = `
+spread: (fastest - slowest round) / median acq/s. fairness: least/most acquisitions of a worker.
+wait: Lock call to holding, waits cut short by the end of a run included.
+gap: release start to the next acquisition by a worker already waiting; gap/ping: in PING round trips.
+client cmd: written by the lock clients; server cmd and µs: INFO commandstats, script-internal commands included.
+-: not measured (no hand-offs, or a server without commandstats).
+`
+
+func spreadCell(r Result) string {
+	if r.AcqPerSec <= 0 || r.Rounds < 2 {
 		return "-"
 	}
-	return short(r.GapP50)
+	return strconv.FormatFloat(100*(r.AcqPerSecMax-r.AcqPerSecMin)/r.AcqPerSec, 'f', 0, 64) + "%"
 }
 
-func ratioCell(r Result) string {
-	if r.Handoffs == 0 || r.PingP50 == 0 {
+// optional prints a figure, or "-" when it is n/a.
+func optional[T any](v *T, format func(T) string) string {
+	if v == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f×", r.GapPerPing)
+	return format(*v)
 }
 
-func serverCell(r Result) string {
-	if r.ServerCommands == nil {
-		return "n/a"
-	}
-	return strconv.FormatFloat(r.ServerPerAcq, 'f', 2, 64)
-}
+func timesCell(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "×" }
+
+func twoDecimals(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // short prints d with about three significant digits in a fitting unit.
 func short(d time.Duration) string {

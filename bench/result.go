@@ -1,13 +1,17 @@
 package bench
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
-// Result is what one algorithm did on one scenario. Durations are in
-// nanoseconds in JSON and CSV.
+// Result is what one algorithm did on one scenario: in one round, or, from
+// Suite.Run, over all rounds (see combine). Durations are in nanoseconds in
+// JSON and CSV. A figure a run could not measure is n/a: a nil pointer, null
+// in JSON, an empty CSV field and "-" in the tables, never 0.
 type Result struct {
 	Algorithm string        `json:"algorithm"`
 	Scenario  string        `json:"scenario"`
@@ -15,10 +19,17 @@ type Result struct {
 	Names     int           `json:"names"`
 	Hold      time.Duration `json:"hold_ns"`
 	Think     time.Duration `json:"think_ns"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
+	// Rounds is how many rounds the figures come from; Elapsed is their
+	// total run time.
+	Rounds  int           `json:"rounds"`
+	Elapsed time.Duration `json:"elapsed_ns"`
 
+	// Acquisitions is the total over the rounds; AcqPerSec their median,
+	// and AcqPerSecMin and AcqPerSecMax the spread between rounds.
 	Acquisitions int64   `json:"acquisitions"`
 	AcqPerSec    float64 `json:"acq_per_sec"`
+	AcqPerSecMin float64 `json:"acq_per_sec_min"`
+	AcqPerSecMax float64 `json:"acq_per_sec_max"`
 
 	// Wait is from calling Lock to holding the lock. Locks still waiting
 	// when the run ends count with the wait they had so far.
@@ -28,35 +39,38 @@ type Result struct {
 
 	// A hand-off is an acquisition right after another worker's release by
 	// a worker that was already waiting; its gap runs from the start of
-	// that release to the acquisition.
-	Handoffs int64         `json:"handoffs"`
-	GapP50   time.Duration `json:"gap_p50_ns"`
-	GapP99   time.Duration `json:"gap_p99_ns"`
+	// that release to the acquisition. The gaps are n/a without hand-offs.
+	Handoffs int64          `json:"handoffs"`
+	GapP50   *time.Duration `json:"gap_p50_ns"`
+	GapP99   *time.Duration `json:"gap_p99_ns"`
 	// PingP50 is the median PING round trip, measured during the run.
 	PingP50 time.Duration `json:"ping_p50_ns"`
 	// GapPerPing is GapP50 in PING round trips.
-	GapPerPing float64 `json:"gap_per_ping"`
+	GapPerPing *float64 `json:"gap_per_ping"`
 
 	// ClientCommands is what the workers' clients wrote to Redis during the
-	// run, pub/sub and connection handshakes included.
+	// runs, pub/sub included.
 	ClientCommands int64   `json:"client_commands"`
 	ClientPerAcq   float64 `json:"client_commands_per_acq"`
-	// ServerCommands is the INFO commandstats delta by command, which also
-	// counts the commands scripts run; nil when the server has no
-	// commandstats (miniredis).
-	ServerCommands redisproc.CommandStats `json:"server_commands,omitempty"`
-	ServerPerAcq   float64                `json:"server_commands_per_acq"`
+	// ServerCommands is the INFO commandstats delta in calls by command,
+	// which also counts the commands scripts run, and ServerUsecPerAcq the
+	// server time (commandstats usec) per acquisition; n/a when the server
+	// has no commandstats (miniredis).
+	ServerCommands   redisproc.CommandStats `json:"server_commands,omitempty"`
+	ServerPerAcq     *float64               `json:"server_commands_per_acq"`
+	ServerUsecPerAcq *float64               `json:"server_usec_per_acq"`
 
 	// Acquisitions of the least and the most served worker, and their ratio.
 	MinPerWorker int64   `json:"min_per_worker"`
 	MaxPerWorker int64   `json:"max_per_worker"`
 	Fairness     float64 `json:"fairness"`
 
-	// Violations counts acquisitions of a name some other worker still held.
+	// Violations counts acquisitions of a name some other worker still held,
+	// over all rounds.
 	Violations int64 `json:"violations"`
 }
 
-// summarize turns the workers' samples into a Result.
+// summarize turns the workers' samples of one round into a Result.
 func summarize(algo string, sc Scenario, elapsed time.Duration, workers []*worker, rec *recorder, pings []time.Duration) Result {
 	var waits, gaps []time.Duration
 	perWorker := make([]int64, len(workers))
@@ -67,7 +81,7 @@ func summarize(algo string, sc Scenario, elapsed time.Duration, workers []*worke
 	}
 	r := Result{
 		Algorithm: algo, Scenario: sc.Name, Workers: sc.Workers, Names: sc.Names,
-		Hold: sc.Hold, Think: sc.Think, Elapsed: elapsed,
+		Hold: sc.Hold, Think: sc.Think, Rounds: 1, Elapsed: elapsed,
 		Handoffs:   int64(len(gaps)),
 		Violations: rec.violations.Load(),
 	}
@@ -75,14 +89,81 @@ func summarize(algo string, sc Scenario, elapsed time.Duration, workers []*worke
 		r.Acquisitions += n
 	}
 	r.AcqPerSec = float64(r.Acquisitions) / elapsed.Seconds()
+	r.AcqPerSecMin, r.AcqPerSecMax = r.AcqPerSec, r.AcqPerSec
 	wait := distributionOf(waits)
 	r.WaitP50, r.WaitP99, r.WaitMax = wait.P50, wait.P99, wait.Max
-	gap := distributionOf(gaps)
-	r.GapP50, r.GapP99 = gap.P50, gap.P99
 	r.PingP50 = distributionOf(pings).P50
-	if r.PingP50 > 0 {
-		r.GapPerPing = float64(r.GapP50) / float64(r.PingP50)
+	if len(gaps) > 0 {
+		gap := distributionOf(gaps)
+		r.GapP50, r.GapP99 = &gap.P50, &gap.P99
+		r.GapPerPing = ratio(float64(gap.P50), float64(r.PingP50))
 	}
 	r.MinPerWorker, r.MaxPerWorker, r.Fairness = fairness(perWorker)
 	return r
+}
+
+// combine merges the rounds of one algorithm on one scenario: counts add
+// up, acq/s keeps its spread (the slowest and the fastest round), and every
+// other figure is its median over the rounds that measured it (the lower
+// middle for an even count, so always a measured value). Fairness comes
+// with the worker counts of the round it was taken from.
+func combine(rounds []Result) Result {
+	r := rounds[0]
+	r.Rounds = len(rounds)
+	r.Elapsed, r.Acquisitions, r.Handoffs, r.ClientCommands, r.Violations = 0, 0, 0, 0, 0
+	r.ServerCommands = nil
+	for _, x := range rounds {
+		r.Elapsed += x.Elapsed
+		r.Acquisitions += x.Acquisitions
+		r.Handoffs += x.Handoffs
+		r.ClientCommands += x.ClientCommands
+		r.Violations += x.Violations
+		for k, v := range x.ServerCommands {
+			if r.ServerCommands == nil {
+				r.ServerCommands = redisproc.CommandStats{}
+			}
+			r.ServerCommands[k] += v
+		}
+	}
+	acq := figures(rounds, func(x Result) float64 { return x.AcqPerSec })
+	r.AcqPerSec, r.AcqPerSecMin, r.AcqPerSecMax = median(acq), slices.Min(acq), slices.Max(acq)
+	r.ClientPerAcq = median(figures(rounds, func(x Result) float64 { return x.ClientPerAcq }))
+	r.WaitP50 = median(figures(rounds, func(x Result) time.Duration { return x.WaitP50 }))
+	r.WaitP99 = median(figures(rounds, func(x Result) time.Duration { return x.WaitP99 }))
+	r.WaitMax = median(figures(rounds, func(x Result) time.Duration { return x.WaitMax }))
+	r.PingP50 = median(figures(rounds, func(x Result) time.Duration { return x.PingP50 }))
+	r.GapP50 = medianOf(rounds, func(x Result) *time.Duration { return x.GapP50 })
+	r.GapP99 = medianOf(rounds, func(x Result) *time.Duration { return x.GapP99 })
+	r.GapPerPing = medianOf(rounds, func(x Result) *float64 { return x.GapPerPing })
+	r.ServerPerAcq = medianOf(rounds, func(x Result) *float64 { return x.ServerPerAcq })
+	r.ServerUsecPerAcq = medianOf(rounds, func(x Result) *float64 { return x.ServerUsecPerAcq })
+	fair := figures(rounds, func(x Result) float64 { return x.Fairness })
+	m := rounds[slices.Index(fair, median(fair))]
+	r.Fairness, r.MinPerWorker, r.MaxPerWorker = m.Fairness, m.MinPerWorker, m.MaxPerWorker
+	return r
+}
+
+// figures is one figure of every round.
+func figures[T any](rounds []Result, figure func(Result) T) []T {
+	out := make([]T, len(rounds))
+	for i, x := range rounds {
+		out[i] = figure(x)
+	}
+	return out
+}
+
+// medianOf is the median of a figure over the rounds that measured it, n/a
+// when none did.
+func medianOf[T cmp.Ordered](rounds []Result, figure func(Result) *T) *T {
+	var values []T
+	for _, x := range rounds {
+		if v := figure(x); v != nil {
+			values = append(values, *v)
+		}
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	m := median(values)
+	return &m
 }

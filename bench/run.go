@@ -62,7 +62,7 @@ func (w *worker) run(ctx context.Context, sc Scenario, names []string, rec *reco
 	}
 }
 
-// runOne runs algo on sc. admin is the client for INFO and the pinger.
+// runOne runs algo on sc once. admin is the client for INFO and the pinger.
 func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Algorithm, sc Scenario) (Result, error) {
 	prefix := fmt.Sprintf("bench:%s:%s:%d:", algo.Name, sc.Name, time.Now().UnixNano())
 	names := make([]string, sc.Names)
@@ -76,7 +76,7 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 		return Result{}, err
 	}
 
-	statsBefore, statsErr := readCommandStats(ctx, admin)
+	statsBefore, statsErr := readCommands(ctx, admin)
 	sentBefore := sent.n.Load()
 	failed, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
@@ -113,11 +113,13 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	r := summarize(algo.Name, sc, elapsed, workers, rec, p.rtts)
 	r.ClientCommands = sent.n.Load() - sentBefore
 	r.ClientPerAcq = perAcquisition(r.ClientCommands, r.Acquisitions)
-	// A server without INFO commandstats (miniredis) leaves server figures
-	// out; the run itself is still valid.
-	if statsAfter, err := readCommandStats(ctx, admin); statsErr == nil && err == nil {
-		r.ServerCommands = serverCommands(statsBefore, statsAfter, p.sent)
-		r.ServerPerAcq = perAcquisition(r.ServerCommands.Total(), r.Acquisitions)
+	// A server without INFO commandstats (miniredis) leaves the server
+	// figures n/a; the run itself is still valid.
+	if statsAfter, err := readCommands(ctx, admin); statsErr == nil && err == nil && r.Acquisitions > 0 {
+		d := serverCommands(statsBefore, statsAfter, p.sent)
+		r.ServerCommands = d.Calls
+		r.ServerPerAcq = ratio(float64(d.Calls.Total()), float64(r.Acquisitions))
+		r.ServerUsecPerAcq = ratio(float64(d.Usec.Total()), float64(r.Acquisitions))
 	}
 	return r, nil
 }
@@ -135,7 +137,7 @@ func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, pr
 		workers = append(workers, w)
 		sent.attach(w.rdb)
 		var err error
-		if w.locker, err = algo.New(w.rdb, prefix); err != nil {
+		if w.locker, err = algo.New(Env{Client: w.rdb, Prefix: prefix, Count: sent.wrap}); err != nil {
 			return workers, err
 		}
 		if err := w.rdb.Ping(ctx).Err(); err != nil {

@@ -3,62 +3,152 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
 )
 
-// The whole harness, every algorithm on every scenario, on the embedded
-// server: every run must take locks, and no two workers may ever hold one
-// name at once.
-func TestSuiteOnEmbeddedServer(t *testing.T) {
-	target, stop, err := Embedded()
-	require.NoError(t, err)
-	defer stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+// realTarget is a fresh redis-server of the test's own, every client as
+// the default user (INFO and the bench:* keys).
+func realTarget(t *testing.T) Target {
+	srv := redistest.Start(t)
+	return Target{Name: "redis-server on " + srv.Addr, NewClient: func() redis.UniversalClient {
+		return redis.NewClient(&redis.Options{Addr: srv.Addr})
+	}}
+}
+
+// The whole harness, every algorithm on every scenario, on a real server:
+// every run must take locks, and no two workers may ever hold one name at
+// once.
+func TestSuiteOnARealServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-
-	var progress bytes.Buffer
-	suite := Suite{Target: target, Algorithms: Algorithms(), Scenarios: Scenarios(300 * time.Millisecond), Progress: &progress}
-	results, err := suite.Run(ctx)
+	suite := Suite{Target: realTarget(t), Algorithms: Algorithms(), Scenarios: Scenarios(150 * time.Millisecond)}
+	rep, err := suite.Run(ctx)
 	require.NoError(t, err)
-	require.Len(t, results, len(suite.Algorithms)*len(suite.Scenarios))
-	require.Contains(t, progress.String(), "[16/16]")
+	require.Len(t, rep.Results, len(suite.Algorithms)*len(suite.Scenarios))
+	require.NotEmpty(t, rep.Meta.RedisVersion)
+	require.Contains(t, rep.Meta.Server, "Redis "+rep.Meta.RedisVersion)
+	require.Empty(t, rep.Meta.Caveat)
 
-	for _, r := range results {
-		require.Zero(t, r.Violations, "%s on %s", r.Algorithm, r.Scenario)
-		require.Positive(t, r.Acquisitions, "%s on %s", r.Algorithm, r.Scenario)
-		require.Positive(t, r.PingP50, "%s on %s", r.Algorithm, r.Scenario)
-		require.Nil(t, r.ServerCommands, "miniredis has no commandstats")
+	for _, r := range rep.Results {
+		name := r.Algorithm + " on " + r.Scenario
+		require.Zero(t, r.Violations, name)
+		require.Positive(t, r.Acquisitions, name)
+		require.Positive(t, r.PingP50, name)
+		require.NotNil(t, r.ServerPerAcq, name)
+		require.NotNil(t, r.ServerUsecPerAcq, name)
+		require.Positive(t, *r.ServerUsecPerAcq, name)
 		switch r.Scenario {
-		case "uncontended":
+		case uncontend:
 			// One command to lock, one to unlock; a script load or two at most.
-			require.InDelta(t, 2, r.ClientPerAcq, 0.1, r.Algorithm)
-		case "hot-key":
-			require.Positive(t, r.Handoffs, "eight workers on one name hand it over: %s", r.Algorithm)
+			require.InDelta(t, 2, r.ClientPerAcq, 0.1, name)
+		case hotKey:
+			if r.Algorithm == BatonName || r.Algorithm == "poll-1ms" {
+				require.Positive(t, r.Handoffs, "eight workers on one name hand it over: %s", name)
+				require.NotNil(t, r.GapPerPing, name)
+			}
 		}
 	}
 }
 
-// alwaysGrant is a broken lock: every Lock succeeds at once. The harness
-// must see the overlaps it allows.
-type alwaysGrant struct{}
+// Every algorithm, broken by giving each worker a key prefix of its own so
+// that no two of them ever contend: the harness must see the overlaps.
+func TestSuiteCountsViolationsOfEveryBrokenAlgorithm(t *testing.T) {
+	target := realTarget(t)
+	var workers atomic.Int64
+	var broken []Algorithm
+	for _, a := range Algorithms() {
+		broken = append(broken, Algorithm{Name: a.Name, New: func(e Env) (Locker, error) {
+			e.Prefix += fmt.Sprintf("w%d:", workers.Add(1))
+			return a.New(e)
+		}})
+	}
+	hot := Scenario{Name: "hot", Workers: 4, Hold: time.Millisecond, Names: 1, Duration: 150 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Suite{Target: target, Algorithms: broken, Scenarios: []Scenario{hot}}.Run(ctx)
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		require.Positive(t, r.Violations, "%s: four holders of one name at once", r.Algorithm)
+	}
+}
 
-func (alwaysGrant) Lock(context.Context, string) (Held, error) { return alwaysGrant{}, nil }
-func (alwaysGrant) Unlock(context.Context) error               { return nil }
-func (alwaysGrant) Close() error                               { return nil }
+// orderedLocker grants every Lock at once, and notes which algorithm ran.
+type orderedLocker struct{}
 
-func TestSuiteCountsViolationsOfABrokenLock(t *testing.T) {
+func (orderedLocker) Lock(context.Context, string) (Held, error) { return orderedLocker{}, nil }
+func (orderedLocker) Unlock(context.Context) error               { return nil }
+func (orderedLocker) Close() error                               { return nil }
+
+func TestRoundsRotateTheOrderAndReportTheMedian(t *testing.T) {
 	target, stop, err := Embedded()
 	require.NoError(t, err)
 	defer stop()
-	broken := Algorithm{Name: "broken", New: func(redis.UniversalClient, string) (Locker, error) { return alwaysGrant{}, nil }}
-	hot := Scenario{Name: "hot", Workers: 8, Hold: time.Millisecond, Names: 1, Duration: 200 * time.Millisecond}
-	results, err := Suite{Target: target, Algorithms: []Algorithm{broken}, Scenarios: []Scenario{hot}}.Run(context.Background())
+	var mu sync.Mutex
+	var order []string
+	var algos []Algorithm
+	for _, name := range []string{"a", "bb", "a-long-name"} {
+		algos = append(algos, Algorithm{Name: name, New: func(Env) (Locker, error) {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			return orderedLocker{}, nil
+		}})
+	}
+	one := Scenario{Name: "one", Workers: 1, Names: 1, Duration: 20 * time.Millisecond}
+	var progress bytes.Buffer
+	rep, err := Suite{Target: target, Algorithms: algos, Scenarios: []Scenario{one}, Rounds: 4, Progress: &progress}.Run(context.Background())
 	require.NoError(t, err)
-	require.Positive(t, results[0].Violations, "eight holders of one name at once")
+	require.Equal(t, []string{
+		"a", "bb", "a-long-name",
+		"bb", "a-long-name", "a",
+		"a-long-name", "a", "bb",
+		"a", "bb", "a-long-name",
+	}, order)
+	require.Len(t, rep.Results, 3, "one result per algorithm, in table order")
+	for i, r := range rep.Results {
+		require.Equal(t, algos[i].Name, r.Algorithm)
+		require.Equal(t, 4, r.Rounds)
+		require.LessOrEqual(t, r.AcqPerSecMin, r.AcqPerSec)
+		require.LessOrEqual(t, r.AcqPerSec, r.AcqPerSecMax)
+	}
+	require.Equal(t, 4, rep.Meta.Rounds)
+
+	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	require.Len(t, lines, 12)
+	for _, l := range lines {
+		require.Equal(t, strings.Index(lines[0], "acq/s"), strings.Index(l, "acq/s"), "aligned: %q", l)
+	}
+	require.True(t, strings.HasPrefix(lines[0], "[ 1/12] round 1/4"), lines[0])
+}
+
+func TestEmbeddedServerRunsAreLabelled(t *testing.T) {
+	target, stop, err := Embedded()
+	require.NoError(t, err)
+	defer stop()
+	poll := Algorithms()[len(Algorithms())-2]
+	one := Scenario{Name: "one", Workers: 2, Names: 1, Duration: 50 * time.Millisecond}
+	rep, err := Suite{Target: target, Algorithms: []Algorithm{poll}, Scenarios: []Scenario{one}}.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, MiniredisCaveat, rep.Meta.Caveat)
+	require.Nil(t, rep.Results[0].ServerPerAcq, "miniredis has no commandstats")
+	require.Zero(t, rep.Results[0].Violations)
+	var table, json, svg bytes.Buffer
+	require.NoError(t, WriteTable(&table, rep))
+	require.NoError(t, WriteJSON(&json, rep))
+	require.NoError(t, WriteSVG(&svg, rep))
+	for _, out := range []string{table.String(), json.String(), svg.String()} {
+		require.Contains(t, out, "miniredis: these figures show behaviour, not speed")
+	}
 }
 
 func TestSuiteRejectsABadScenarioBeforeRunning(t *testing.T) {

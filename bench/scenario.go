@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,17 +15,20 @@ import (
 // on its own Redis client as separate processes would, over Names lock names
 // picked at random, for Duration.
 type Scenario struct {
-	Name     string
-	Workers  int
-	Hold     time.Duration
-	Think    time.Duration
-	Names    int
-	Duration time.Duration
+	Name     string        `json:"name"`
+	Workers  int           `json:"workers"`
+	Hold     time.Duration `json:"hold_ns"`
+	Think    time.Duration `json:"think_ns"`
+	Names    int           `json:"names"`
+	Duration time.Duration `json:"duration_ns"`
 }
 
-// DefaultDuration is how long each scenario runs for each algorithm by
-// default: 16 runs then fit in a minute.
-const DefaultDuration = 3 * time.Second
+// DefaultDuration is how long each scenario runs for each algorithm in each
+// round by default: the 108 runs of three rounds then take about a minute.
+const DefaultDuration = 400 * time.Millisecond
+
+// DefaultRounds is how many rounds a run has by default.
+const DefaultRounds = 3
 
 // Scenarios returns the standard workloads, each running for d.
 func Scenarios(d time.Duration) []Scenario {
@@ -31,9 +36,9 @@ func Scenarios(d time.Duration) []Scenario {
 		// One round trip to take, one to give back: the floor.
 		{Name: "uncontended", Workers: 1, Names: 1, Duration: d},
 		// Waiters queue behind a short critical section.
-		{Name: "hot-key", Workers: 8, Hold: time.Millisecond, Names: 1, Duration: d},
+		{Name: hotKey, Workers: 8, Hold: time.Millisecond, Names: 1, Duration: d},
 		// Every release is raced for at once.
-		{Name: "storm", Workers: 32, Names: 1, Duration: d},
+		{Name: storm, Workers: 32, Names: 1, Duration: d},
 		// Mostly free locks, some collisions, many keys held at once.
 		{Name: "many-keys", Workers: 64, Hold: time.Millisecond, Names: 1000, Duration: d},
 	}
@@ -53,6 +58,12 @@ func (s Scenario) String() string {
 
 // Target is the Redis deployment a Suite runs on.
 type Target struct {
+	// Name says what the server is, for the report ("redis-server on
+	// 127.0.0.1:6379"); its Redis version is read from INFO.
+	Name string
+	// Miniredis marks the embedded server: its figures show behaviour, not
+	// speed, and every output says so.
+	Miniredis bool
 	// NewClient opens a new client, as another process would. Every worker
 	// gets its own; the harness closes them.
 	NewClient func() redis.UniversalClient
@@ -62,45 +73,93 @@ type Target struct {
 }
 
 // Suite runs every algorithm on every scenario, one after the other, on
-// one target.
+// one target, in rounds.
 type Suite struct {
 	Target     Target
 	Algorithms []Algorithm
 	Scenarios  []Scenario
+	// Rounds is how many times every algorithm runs every scenario; 0 is 1.
+	// Round r runs the algorithms in their order rotated by r, so that no
+	// algorithm always runs first, or right after the same one.
+	Rounds int
 	// Progress, when set, gets a line as each run ends.
 	Progress io.Writer
 }
 
-// Run runs the suite, scenario by scenario, and returns one Result per run.
-func (s Suite) Run(ctx context.Context) ([]Result, error) {
+// Run runs the suite and reports, per scenario and algorithm, the rounds
+// combined: medians, the spread of acq/s, and counts over all rounds.
+func (s Suite) Run(ctx context.Context) (Report, error) {
 	admin := s.Target.NewClient()
 	defer admin.Close()
 	for _, sc := range s.Scenarios { // a bad one fails now, not after the others ran
 		if err := sc.validate(); err != nil {
-			return nil, err
+			return Report{}, err
 		}
 	}
-	results := make([]Result, 0, len(s.Scenarios)*len(s.Algorithms))
-	for _, sc := range s.Scenarios {
-		if s.Progress != nil {
-			fmt.Fprintln(s.Progress, sc)
-		}
-		for _, algo := range s.Algorithms {
-			if s.Target.Reset != nil {
-				if err := s.Target.Reset(ctx); err != nil {
-					return results, fmt.Errorf("bench: reset: %w", err)
+	rounds := max(s.Rounds, 1)
+	report := Report{Meta: newMeta(ctx, admin, s.Target, s.Scenarios, s.Algorithms, rounds)}
+	runs := map[[2]string][]Result{} // by scenario and algorithm
+	progress := newProgress(s, rounds)
+	for round := range rounds {
+		for _, sc := range s.Scenarios {
+			for _, algo := range rotate(s.Algorithms, round) {
+				if s.Target.Reset != nil {
+					if err := s.Target.Reset(ctx); err != nil {
+						return report, fmt.Errorf("bench: reset: %w", err)
+					}
 				}
-			}
-			r, err := runOne(ctx, s.Target, admin, algo, sc)
-			if err != nil {
-				return results, fmt.Errorf("bench: %s on %s: %w", algo.Name, sc.Name, err)
-			}
-			results = append(results, r)
-			if s.Progress != nil {
-				fmt.Fprintf(s.Progress, "  [%d/%d] %-13s %8.0f acq/s  wait p99 %-8s  violations %d\n",
-					len(results), cap(results), algo.Name, r.AcqPerSec, short(r.WaitP99), r.Violations)
+				r, err := runOne(ctx, s.Target, admin, algo, sc)
+				if err != nil {
+					return report, fmt.Errorf("bench: %s on %s: %w", algo.Name, sc.Name, err)
+				}
+				key := [2]string{sc.Name, algo.Name}
+				runs[key] = append(runs[key], r)
+				progress.line(round, r)
 			}
 		}
 	}
-	return results, nil
+	for _, sc := range s.Scenarios {
+		for _, algo := range s.Algorithms {
+			report.Results = append(report.Results, combine(runs[[2]string{sc.Name, algo.Name}]))
+		}
+	}
+	return report, nil
+}
+
+// rotate returns items starting at index by, wrapping around.
+func rotate[T any](items []T, by int) []T {
+	if len(items) == 0 {
+		return nil
+	}
+	by %= len(items)
+	return append(slices.Clone(items[by:]), items[:by]...)
+}
+
+// progress prints one aligned line per run, whatever the counts and names.
+type progress struct {
+	w                        io.Writer
+	done, total, rounds      int
+	countW, scenarioW, algoW int
+}
+
+func newProgress(s Suite, rounds int) *progress {
+	p := &progress{w: s.Progress, rounds: rounds, total: rounds * len(s.Scenarios) * len(s.Algorithms)}
+	p.countW = len(strconv.Itoa(p.total))
+	for _, sc := range s.Scenarios {
+		p.scenarioW = max(p.scenarioW, len(sc.Name))
+	}
+	for _, a := range s.Algorithms {
+		p.algoW = max(p.algoW, len(a.Name))
+	}
+	return p
+}
+
+func (p *progress) line(round int, r Result) {
+	p.done++
+	if p.w == nil {
+		return
+	}
+	fmt.Fprintf(p.w, "[%*d/%d] round %d/%d  %-*s  %-*s  %8.0f acq/s  wait p99 %7s  violations %d\n",
+		p.countW, p.done, p.total, round+1, p.rounds, p.scenarioW, r.Scenario, p.algoW, r.Algorithm,
+		r.AcqPerSec, short(r.WaitP99), r.Violations)
 }

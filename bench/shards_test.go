@@ -31,14 +31,14 @@ func BenchmarkManyKeysShards(b *testing.B) {
 	for b.Loop() {
 		for i, target := range targets {
 			suite := Suite{Target: target, Algorithms: []Algorithm{baton}, Scenarios: []Scenario{manyKeys}}
-			results, err := suite.Run(context.Background())
+			rep, err := suite.Run(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}
-			if v := results[0].Violations; v != 0 {
+			if v := rep.Results[0].Violations; v != 0 {
 				b.Fatalf("%d mutual-exclusion violations", v)
 			}
-			acqPerSec[i] = results[0].AcqPerSec
+			acqPerSec[i] = rep.Results[0].AcqPerSec
 		}
 	}
 	b.ReportMetric(acqPerSec[0], "acq/s-1node")

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -34,6 +35,18 @@ func distributionOf(samples []time.Duration) distribution {
 	return distribution{percentile(samples, 50), percentile(samples, 99), samples[len(samples)-1]}
 }
 
+// median is the lower middle of values: for an odd count the median, for an
+// even one the smaller of the two middle values, so that it is always a
+// value some round measured. It returns the zero value for no values.
+func median[T cmp.Ordered](values []T) T {
+	if len(values) == 0 {
+		var zero T
+		return zero
+	}
+	s := slices.Sorted(slices.Values(values))
+	return s[(len(s)-1)/2]
+}
+
 // fairness is the fewest and the most acquisitions any worker made, and
 // their ratio: 1 when every worker got its turn equally, 0 when one starved.
 func fairness(perWorker []int64) (least, most int64, ratio float64) {
@@ -55,35 +68,54 @@ func perAcquisition(n, acquisitions int64) float64 {
 	return float64(n) / float64(acquisitions)
 }
 
+// ratio is n/d, or n/a (nil) when d is not positive.
+func ratio(n, d float64) *float64 {
+	if d <= 0 {
+		return nil
+	}
+	v := n / d
+	return &v
+}
+
 // serverCommands is what the locks cost the server between two INFO
 // commandstats snapshots: the measurement's own traffic (the INFO call that
-// took before, and the pinger's PINGs) is taken out. Commands that scripts
-// run count once each, as the server executes them.
-func serverCommands(before, after redisproc.CommandStats, pings int64) redisproc.CommandStats {
+// took before, and the pinger's PINGs, with their share of PING's time) is
+// taken out. Commands that scripts run count once each, as the server
+// executes them.
+func serverCommands(before, after redisproc.Commands, pings int64) redisproc.Commands {
 	d := after.Sub(before)
-	delete(d, "info")
-	if d["ping"] -= pings; d["ping"] <= 0 {
-		delete(d, "ping")
+	delete(d.Calls, "info")
+	delete(d.Usec, "info")
+	if calls := d.Calls["ping"]; calls > 0 {
+		mine := min(pings, calls)
+		d.Usec["ping"] -= d.Usec["ping"] * mine / calls
+		d.Calls["ping"] -= mine
+	}
+	if d.Calls["ping"] <= 0 {
+		delete(d.Calls, "ping")
+		delete(d.Usec, "ping")
 	}
 	return d
 }
 
-// readCommandStats reads INFO commandstats from rdb, summed over the masters
-// of a cluster, since each node counts only what it ran.
-func readCommandStats(ctx context.Context, rdb redis.UniversalClient) (redisproc.CommandStats, error) {
+// readCommands reads INFO commandstats from rdb, summed over the masters of
+// a cluster, since each node counts only what it ran.
+func readCommands(ctx context.Context, rdb redis.UniversalClient) (redisproc.Commands, error) {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		c, err := redisproc.ReadCommands(ctx, rdb)
-		return c.Calls, err
+		return redisproc.ReadCommands(ctx, rdb)
 	}
 	var mu sync.Mutex
-	sum := redisproc.CommandStats{}
+	sum := redisproc.Commands{Calls: redisproc.CommandStats{}, Usec: redisproc.CommandStats{}}
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		s, err := redisproc.ReadCommands(ctx, node)
+		c, err := redisproc.ReadCommands(ctx, node)
 		mu.Lock()
 		defer mu.Unlock()
-		for k, v := range s.Calls {
-			sum[k] += v
+		for k, v := range c.Calls {
+			sum.Calls[k] += v
+		}
+		for k, v := range c.Usec {
+			sum.Usec[k] += v
 		}
 		return err
 	})

@@ -31,8 +31,13 @@ func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook {
 		if err != nil {
 			return nil, err
 		}
-		return &countingConn{Conn: conn, total: &c.n}, nil
+		return c.wrap(conn), nil
 	}
+}
+
+// wrap counts the commands written to conn into c.
+func (c *commandCounter) wrap(conn net.Conn) net.Conn {
+	return &countingConn{Conn: conn, total: &c.n}
 }
 
 // ProcessHook leaves commands alone; they are counted on the wire.

@@ -1,14 +1,19 @@
-// Command baton-bench compares baton with polling Redis locks on several
-// workloads and prints a table, the performance targets, and optionally
-// JSON, CSV and an SVG chart.
+// Command baton-bench compares baton with the Go Redis lock libraries and
+// the polling recipes on several workloads, and prints tables (speed,
+// latency, cost), the performance targets, and optionally JSON, CSV and an
+// SVG chart.
 //
-// By default it runs on an embedded miniredis, so it works anywhere; the
-// figures that matter come from a real Redis:
+// With no -addr, -url or -cluster it starts a throwaway redis-server (from
+// PATH) on a free loopback port, without persistence, and stops it when it
+// ends, Ctrl-C included. Without redis-server, or with -miniredis, it runs
+// on an embedded miniredis, and every output says that those figures show
+// behaviour, not speed:
 //
-//	baton-bench -addr 127.0.0.1:6379 -out bench/results
+//	go run ./bench/cmd/baton-bench -out bench/results
+//	go run ./bench/cmd/baton-bench -addr 127.0.0.1:6379 -rounds 5
 //
 // Every run uses its own key prefix (bench:*); baton's fencing counters stay
-// behind, so point it at a scratch server.
+// behind, so point -addr at a scratch server.
 package main
 
 import (
@@ -16,7 +21,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -25,14 +32,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/bench"
+	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
-// quickDuration keeps a -quick run of all 16 runs within 15 seconds.
-const quickDuration = 600 * time.Millisecond
+// quickDuration and a single round keep a -quick run of all 36 runs near
+// 10 seconds.
+const quickDuration = 200 * time.Millisecond
 
 type options struct {
 	addr, url, cluster string
+	miniredis          bool
 	duration           time.Duration
+	rounds             int
 	quick              bool
 	workers, names     int
 	hold, think        time.Duration
@@ -42,11 +53,13 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.addr, "addr", "", "run on the Redis at host:port instead of an embedded miniredis")
+	flag.StringVar(&o.addr, "addr", "", "run on the Redis at host:port (default: a throwaway redis-server)")
 	flag.StringVar(&o.url, "url", "", "run on the Redis at this redis:// or rediss:// URL")
 	flag.StringVar(&o.cluster, "cluster", "", "run on a Redis Cluster given as host:port,host:port,... (default scenario: many-keys)")
-	flag.DurationVar(&o.duration, "duration", bench.DefaultDuration, "how long each algorithm runs each scenario")
-	flag.BoolVar(&o.quick, "quick", false, "short runs ("+quickDuration.String()+" each), for a smoke test")
+	flag.BoolVar(&o.miniredis, "miniredis", false, "run on an embedded miniredis: behaviour, not speed")
+	flag.DurationVar(&o.duration, "duration", bench.DefaultDuration, "how long each algorithm runs each scenario in each round")
+	flag.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "run every algorithm this many times, in rotated order, and report the median")
+	flag.BoolVar(&o.quick, "quick", false, "one short round ("+quickDuration.String()+" a run), for a smoke test")
 	flag.IntVar(&o.workers, "workers", 0, "override every scenario's number of workers")
 	flag.IntVar(&o.names, "names", 0, "override every scenario's number of lock names")
 	flag.DurationVar(&o.hold, "hold", 0, "override every scenario's hold time")
@@ -58,18 +71,17 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, o, explicitFlags()); err != nil {
+	if err := run(ctx, o, explicitFlags(), os.Stdout, os.Stderr); err != nil {
+		if ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
 		fmt.Fprintln(os.Stderr, "baton-bench:", err)
-		os.Exit(1)
+		stop()
+		os.Exit(1) // after run's deferred calls: the server it started is gone
 	}
 }
 
-func run(ctx context.Context, o options, set map[string]bool) error {
-	target, where, closeTarget, err := connect(o)
-	if err != nil {
-		return err
-	}
-	defer closeTarget()
+func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.Writer) error {
 	algos, err := selectAlgorithms(o.algos)
 	if err != nil {
 		return err
@@ -78,33 +90,59 @@ func run(ctx context.Context, o options, set map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "baton-bench on %s: %d algorithms × %d scenarios\n", where, len(algos), len(scenarios))
-	suite := bench.Suite{Target: target, Algorithms: algos, Scenarios: scenarios, Progress: os.Stderr}
-	results, err := suite.Run(ctx)
+	target, closeTarget, err := connect(o)
 	if err != nil {
 		return err
 	}
-	fmt.Println()
-	if err := bench.WriteTable(os.Stdout, results); err != nil {
+	defer closeTarget()
+	rounds := o.roundCount(set)
+	fmt.Fprintf(stderr, "baton-bench on %s: %d algorithms × %d scenarios × %d round(s)\n", target.Name, len(algos), len(scenarios), rounds)
+	suite := bench.Suite{Target: target, Algorithms: algos, Scenarios: scenarios, Rounds: rounds, Progress: stderr}
+	rep, err := suite.Run(ctx)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("\ntargets (set for a real Redis; on %s):\n", where)
-	if err := bench.WriteTargets(os.Stdout, bench.Targets(results)); err != nil {
+	if rep.Meta.Commit == "" {
+		rep.Meta.Commit = gitCommit(ctx)
+	}
+	fmt.Fprintln(stdout)
+	if err := bench.WriteTable(stdout, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\ntargets (set for a real Redis), against the best peer or polling recipe of this run:\n")
+	if err := bench.WriteTargets(stdout, bench.Targets(rep.Results)); err != nil {
 		return err
 	}
 	if o.out == "" {
 		return nil
 	}
-	if err := bench.WriteFiles(o.out, results); err != nil {
+	if err := bench.WriteFiles(o.out, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote results.json, results.csv and chart.svg to %s\n", o.out)
+	fmt.Fprintf(stderr, "wrote results.json, results.csv and chart.svg to %s\n", o.out)
 	return nil
 }
 
-// connect returns the target the flags name, a description of it, and how
-// to let it go.
-func connect(o options) (bench.Target, string, func(), error) {
+// roundCount is -rounds, or 1 for -quick unless -rounds was given.
+func (o options) roundCount(set map[string]bool) int {
+	if o.quick && !set["rounds"] {
+		return 1
+	}
+	return o.rounds
+}
+
+// gitCommit is the commit of the working tree, for a build that recorded
+// none (go run, or -buildvcs=false); empty outside a git checkout.
+func gitCommit(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty=+dirty", "--abbrev=40").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// connect returns the target the flags name, and how to let it go.
+func connect(o options) (bench.Target, func(), error) {
 	given := 0
 	for _, s := range []string{o.addr, o.url, o.cluster} {
 		if s != "" {
@@ -112,29 +150,49 @@ func connect(o options) (bench.Target, string, func(), error) {
 		}
 	}
 	switch {
-	case given > 1:
-		return bench.Target{}, "", nil, errors.New("give at most one of -addr, -url and -cluster")
+	case given > 1 || (given > 0 && o.miniredis):
+		return bench.Target{}, nil, errors.New("give at most one of -addr, -url, -cluster and -miniredis")
 	case o.cluster != "":
 		addrs := strings.Split(o.cluster, ",")
-		return bench.Target{NewClient: func() redis.UniversalClient {
+		return bench.Target{Name: "Redis Cluster " + o.cluster, NewClient: func() redis.UniversalClient {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-		}}, "Redis Cluster " + o.cluster, func() {}, nil
+		}}, func() {}, nil
 	case o.url != "":
 		opts, err := redis.ParseURL(o.url)
 		if err != nil {
-			return bench.Target{}, "", nil, err
+			return bench.Target{}, nil, err
 		}
-		return bench.Target{NewClient: func() redis.UniversalClient {
+		return bench.Target{Name: "Redis at " + opts.Addr, NewClient: func() redis.UniversalClient {
 			c := *opts
 			return redis.NewClient(&c)
-		}}, "Redis " + opts.Addr, func() {}, nil
+		}}, func() {}, nil
 	case o.addr != "":
-		return bench.Target{NewClient: func() redis.UniversalClient {
-			return redis.NewClient(&redis.Options{Addr: o.addr})
-		}}, "Redis " + o.addr, func() {}, nil
+		return addrTarget("Redis at "+o.addr, o.addr), func() {}, nil
 	}
-	target, stop, err := bench.Embedded()
-	return target, "embedded miniredis", stop, err
+	if _, err := redisproc.LookPath(); err == nil && !o.miniredis {
+		srv, err := redisproc.Start(redisproc.Config{})
+		if err != nil {
+			return bench.Target{}, nil, err
+		}
+		t := addrTarget("throwaway redis-server on "+srv.Addr, srv.Addr)
+		t.Reset = func(ctx context.Context) error { return flushAll(ctx, srv.Addr) }
+		return t, srv.Stop, nil
+	}
+	return bench.Embedded()
+}
+
+func addrTarget(name, addr string) bench.Target {
+	return bench.Target{Name: name, NewClient: func() redis.UniversalClient {
+		return redis.NewClient(&redis.Options{Addr: addr})
+	}}
+}
+
+// flushAll empties the server the command started, so that no run pays
+// for the keys of the runs before it.
+func flushAll(ctx context.Context, addr string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	return rdb.FlushAll(ctx).Err()
 }
 
 func selectAlgorithms(list string) ([]bench.Algorithm, error) {

@@ -1,12 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/bench"
+	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 func TestSelectScenariosAppliesOnlyExplicitOverrides(t *testing.T) {
@@ -31,6 +40,9 @@ func TestSelectScenariosDefaults(t *testing.T) {
 	got, err := selectScenarios(options{duration: time.Second, quick: true}, map[string]bool{})
 	require.NoError(t, err)
 	require.Equal(t, quickDuration, got[0].Duration)
+	require.Equal(t, bench.DefaultRounds, options{rounds: bench.DefaultRounds}.roundCount(map[string]bool{}))
+	require.Equal(t, 1, options{rounds: bench.DefaultRounds, quick: true}.roundCount(map[string]bool{}), "-quick is one round")
+	require.Equal(t, 3, options{rounds: 3, quick: true}.roundCount(map[string]bool{"rounds": true}), "an explicit -rounds wins")
 	got, err = selectScenarios(options{duration: time.Second, quick: true}, map[string]bool{"duration": true})
 	require.NoError(t, err)
 	require.Equal(t, time.Second, got[0].Duration, "an explicit -duration wins over -quick")
@@ -44,4 +56,112 @@ func TestSelectScenariosDefaults(t *testing.T) {
 	require.ErrorContains(t, err, `"lukewarm"`)
 	_, err = selectAlgorithms("baton,poll-2ms")
 	require.ErrorContains(t, err, `"poll-2ms"`)
+}
+
+// redisChildren lists the redis-server processes this test process started
+// and still has (running or not yet reaped).
+func redisChildren(t *testing.T) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	var pids []int
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // it exited while we looked
+		}
+		// pid (comm) state ppid ...
+		s := string(b)
+		open, close := strings.Index(s, "("), strings.LastIndex(s, ")")
+		if open < 0 || close < open {
+			continue
+		}
+		fields := strings.Fields(s[close+1:])
+		if len(fields) < 2 || !strings.HasPrefix(s[open+1:close], "redis-server") {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == os.Getpid() {
+			pid, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func needRedisServer(t *testing.T) {
+	if _, err := redisproc.LookPath(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server not on PATH under CI")
+		}
+		t.Skip("redis-server not on PATH")
+	}
+}
+
+// quickRun is a run of one polling recipe on one scenario, a few hundred ms.
+func quickRun(extra options) options {
+	o := extra
+	o.duration, o.rounds, o.algos, o.scenarios = 100*time.Millisecond, 1, "poll-1ms", "hot-key"
+	return o
+}
+
+func TestDefaultRunStartsAThrowawayServerAndStopsIt(t *testing.T) {
+	needRedisServer(t)
+	require.Empty(t, redisChildren(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	require.NoError(t, run(ctx, quickRun(options{out: dir}), map[string]bool{}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "throwaway redis-server on 127.0.0.1:")
+	require.Contains(t, stdout.String(), "Redis ")
+	require.NotContains(t, stdout.String(), "miniredis")
+	require.Empty(t, redisChildren(t), "the server is gone")
+
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.NotEmpty(t, rep.Meta.RedisVersion)
+	require.Equal(t, 1, rep.Meta.Rounds)
+}
+
+// Ctrl-C cancels run's context: the run stops early, and the server it
+// started is stopped before run returns.
+func TestInterruptedRunLeavesNoServer(t *testing.T) {
+	needRedisServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	interrupted := make(chan struct{})
+	defer func() { <-interrupted }()
+	go func() {
+		defer close(interrupted)
+		deadline := time.Now().Add(30 * time.Second)
+		for len(redisChildren(t)) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond) // into the run
+		cancel()
+	}()
+	o := quickRun(options{})
+	o.duration = time.Minute
+	start := time.Now()
+	err := run(ctx, o, map[string]bool{}, io.Discard, io.Discard)
+	require.Error(t, err)
+	require.Less(t, time.Since(start), 30*time.Second, "the run stopped at the interrupt")
+	require.Empty(t, redisChildren(t), "the server is gone")
+}
+
+func TestMiniredisRunsAreLabelled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	check := func(o options) {
+		var stdout, stderr bytes.Buffer
+		require.NoError(t, run(ctx, quickRun(o), map[string]bool{}, &stdout, &stderr))
+		require.Contains(t, stdout.String(), bench.MiniredisCaveat)
+		require.Contains(t, stderr.String(), "embedded miniredis")
+	}
+	check(options{miniredis: true})
+	t.Setenv("PATH", t.TempDir()) // no redis-server: the fallback
+	check(options{})
+	_, _, err := connect(options{miniredis: true, addr: "127.0.0.1:1"})
+	require.ErrorContains(t, err, "at most one")
 }

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+)
+
+// The peer libraries, each configured as the package doc says: its defaults,
+// except that no peer may give up waiting before the run's context ends.
+
+// PeerModules are the modules of the peer libraries, whose versions the
+// report records.
+var PeerModules = []string{
+	"github.com/go-redsync/redsync/v4",
+	"github.com/bsm/redislock",
+	"github.com/redis/rueidis",
+}
+
+// redsyncLocker is redsync on one pool, the worker's client: a quorum of
+// one. A Mutex holds one acquisition's value, so each Lock makes a new one.
+type redsyncLocker struct {
+	rs   *redsync.Redsync
+	pfx  string
+	opts []redsync.Option
+}
+
+// newRedsync keeps redsync's defaults (8 s expiry, a random 50–250 ms
+// between tries) but for the number of tries, which by default (32) gives up
+// after about five seconds; with a retry delay, every try waits that long.
+func newRedsync(retryDelay ...time.Duration) func(Env) (Locker, error) {
+	return func(e Env) (Locker, error) {
+		opts := []redsync.Option{redsync.WithTries(math.MaxInt32)}
+		for _, d := range retryDelay {
+			opts = append(opts, redsync.WithRetryDelay(d))
+		}
+		return redsyncLocker{rs: redsync.New(goredis.NewPool(e.Client)), pfx: e.Prefix, opts: opts}, nil
+	}
+}
+
+func (l redsyncLocker) Lock(ctx context.Context, name string) (Held, error) {
+	m := l.rs.NewMutex(l.pfx+name, l.opts...)
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return redsyncHeld{m}, nil
+}
+
+func (redsyncLocker) Close() error { return nil }
+
+type redsyncHeld struct{ m *redsync.Mutex }
+
+func (h redsyncHeld) Unlock(ctx context.Context) error {
+	ok, err := h.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = errNotHeld
+	}
+	return err
+}
+
+// redislockLocker is bsm/redislock with a linear backoff. Obtain gives up at
+// the context's deadline, or at the lock's TTL when the context has none;
+// the TTL is PollLease, longer than any run.
+type redislockLocker struct {
+	c       *redislock.Client
+	pfx     string
+	backoff time.Duration
+}
+
+func newRedislock(backoff time.Duration) func(Env) (Locker, error) {
+	return func(e Env) (Locker, error) {
+		return redislockLocker{c: redislock.New(e.Client), pfx: e.Prefix, backoff: backoff}, nil
+	}
+}
+
+func (l redislockLocker) Lock(ctx context.Context, name string) (Held, error) {
+	lock, err := l.c.Obtain(ctx, l.pfx+name, PollLease, &redislock.Options{RetryStrategy: redislock.LinearBackoff(l.backoff)})
+	if err != nil {
+		return nil, err
+	}
+	return redislockHeld{lock}, nil
+}
+
+func (redislockLocker) Close() error { return nil }
+
+type redislockHeld struct{ l *redislock.Lock }
+
+func (h redislockHeld) Unlock(ctx context.Context) error { return h.l.Release(ctx) }
+
+// rueidisLocker is rueidislock with one key per lock (KeyMajority 1) and
+// its other defaults: a 5 s validity it extends in the background, waiters
+// woken by client-side-caching invalidations. It brings its own client,
+// dialled to the same server as the worker's and counted the same way.
+// It waits until the context ends.
+type rueidisLocker struct{ l rueidislock.Locker }
+
+func newRueidislock(e Env) (Locker, error) {
+	opt, err := rueidisOption(e)
+	if err != nil {
+		return nil, err
+	}
+	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption: opt,
+		KeyPrefix:    strings.TrimSuffix(e.Prefix, ":"),
+		KeyMajority:  1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rueidisLocker{l}, nil
+}
+
+// rueidisOption reaches the server e.Client reaches, as the same user.
+func rueidisOption(e Env) (rueidis.ClientOption, error) {
+	o := rueidis.ClientOption{
+		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+			var conn net.Conn
+			var err error
+			if tc != nil {
+				conn, err = (&tls.Dialer{NetDialer: d, Config: tc}).DialContext(ctx, "tcp", addr)
+			} else {
+				conn, err = d.DialContext(ctx, "tcp", addr)
+			}
+			if err != nil || e.Count == nil {
+				return conn, err
+			}
+			return e.Count(conn), nil
+		},
+	}
+	switch c := e.Client.(type) {
+	case *redis.Client:
+		r := c.Options()
+		o.InitAddress, o.Username, o.Password, o.SelectDB, o.TLSConfig = []string{r.Addr}, r.Username, r.Password, r.DB, r.TLSConfig
+	case *redis.ClusterClient:
+		r := c.Options()
+		o.InitAddress, o.Username, o.Password, o.TLSConfig = r.Addrs, r.Username, r.Password, r.TLSConfig
+	default:
+		return o, fmt.Errorf("bench: rueidislock: no address for a %T", e.Client)
+	}
+	return o, nil
+}
+
+func (l rueidisLocker) Lock(ctx context.Context, name string) (Held, error) {
+	held, release, err := l.l.WithContext(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return rueidisHeld{held: held, waited: ctx, release: release}, nil
+}
+
+func (l rueidisLocker) Close() error { l.l.Close(); return nil }
+
+// rueidisHeld is a lock whose context, held, ends when the lock is lost,
+// and also when the context it was acquired with (waited) ends: only the
+// first is a loss.
+type rueidisHeld struct {
+	held, waited context.Context
+	release      context.CancelFunc
+}
+
+func (h rueidisHeld) Unlock(context.Context) error {
+	lost := h.held.Err() != nil && h.waited.Err() == nil
+	h.release() // returns once the key is deleted
+	if lost {
+		return errNotHeld
+	}
+	return nil
+}
