@@ -22,9 +22,10 @@ const (
 	chartWidth   = 1200
 	chartMargin  = 70.0 // left of the plots, room for the axis labels
 	panelHeight  = 200.0
-	panelSpacing = 90.0 // scenario names below a panel, the next one's title above it
-	legendTop    = 50.0
-	legendStep   = 130.0 // between legend entries
+	panelSpacing = 110.0 // scenario names below a panel, the next one's title and bar labels above it
+	titleAbove   = 40.0  // from a panel's title to its top, room for the labels of full bars
+	legendTop    = 66.0
+	legendStep   = 120.0 // between legend entries
 	legendRow    = 18.0
 )
 
@@ -34,7 +35,8 @@ var palette = []string{"#d62728", "#1f77b4", "#6baed6", "#2ca02c", "#98df8a", "#
 type chart struct {
 	Width, Height int
 	TitleX        float64
-	Caveat, Title string
+	Caveat        string
+	Title         [2]string // what is compared; on what, when and which build
 	Legend        []legendItem
 	Panels        []panel
 }
@@ -70,7 +72,7 @@ type groupLabel struct {
 
 // metric is one panel's figure; ok is false where a run could not measure
 // it (no bar is drawn). Figures that differ by orders of magnitude use a log
-// scale; ratios use a linear one from 0.
+// scale; fairness, a ratio from 0 to 1, a linear one.
 type metric struct {
 	name, title string
 	value       func(Result) (v float64, ok bool)
@@ -84,13 +86,13 @@ var chartMetrics = []metric{
 	{"wait_p99", "wait p99 (log scale, lower is better)",
 		func(r Result) (float64, bool) { return float64(r.WaitP99), true },
 		func(v float64) string { return short(time.Duration(v)) }, true},
-	{"gap_per_ping", "hand-off gap p50 in PING round trips (lower is better; none without hand-offs)",
+	{"gap_per_ping", "hand-off gap p50 in PING round trips (log scale, lower is better; none without hand-offs)",
 		func(r Result) (float64, bool) {
 			if r.GapPerPing == nil {
 				return 0, false
 			}
 			return *r.GapPerPing, true
-		}, func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }, false},
+		}, times, true},
 	{"fairness", "fairness: least/most acquisitions of a worker (higher is better)",
 		func(r Result) (float64, bool) { return r.Fairness, true },
 		func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }, false},
@@ -113,13 +115,13 @@ func WriteSVG(w io.Writer, rep Report) error {
 	}
 	perRow := int(math.Floor((chartWidth - chartMargin) / legendStep))
 	legendRows := max((len(algos)+perRow-1)/perRow, 1)
-	top := legendTop + float64(legendRows)*legendRow + 40
+	top := legendTop + float64(legendRows)*legendRow + titleAbove + 20
 	c := chart{
 		Width:  chartWidth,
 		Height: int(top + float64(len(chartMetrics))*(panelHeight+panelSpacing) - panelSpacing + 30),
 		TitleX: chartMargin,
 		Caveat: rep.Meta.Caveat,
-		Title:  "baton vs peer libraries and polling: " + rep.Meta.Headline(),
+		Title:  [2]string{"baton vs peer lock libraries and polling recipes, per scenario", rep.Meta.Headline()},
 	}
 	for i, a := range algos {
 		x := chartMargin + float64(i%perRow)*legendStep
@@ -133,7 +135,7 @@ func WriteSVG(w io.Writer, rep Report) error {
 }
 
 func layoutPanel(m metric, top float64, results []Result, algos, scenarios []string) panel {
-	p := panel{Title: m.title, Metric: m.name, Left: chartMargin, Right: chartWidth - 20, Bottom: top + panelHeight, TitleY: top - 10}
+	p := panel{Title: m.title, Metric: m.name, Left: chartMargin, Right: chartWidth - 20, Bottom: top + panelHeight, TitleY: top - titleAbove}
 	ticks, frac := scale(m, results)
 	y := func(v float64) float64 { return p.Bottom - frac(v)*panelHeight }
 	for _, t := range ticks {
@@ -188,14 +190,10 @@ func scale(m metric, results []Result) (ticks []float64, frac func(float64) floa
 	}
 	top := 1.0
 	if len(values) > 0 {
-		top = max(math.Ceil(slices.Max(values)), 1)
+		top = max(slices.Max(values), 1)
 	}
-	step := math.Max(1, math.Ceil(top/5))
-	if top <= 1 {
-		step = 0.25
-	}
-	for t := 0.0; t <= top+1e-9; t += step {
-		ticks = append(ticks, t)
+	for i := range 5 {
+		ticks = append(ticks, top*float64(i)/4)
 	}
 	return ticks, func(v float64) float64 { return min(max(v/top, 0), 1) }
 }
@@ -216,6 +214,14 @@ func decades(values []float64) (lo, hi float64) {
 }
 
 func color(i int) string { return palette[i%len(palette)] }
+
+// times prints a ratio with three significant digits: 0.85×, 1.5×, 204×.
+func times(v float64) string {
+	if v < 1 {
+		return strconv.FormatFloat(v, 'f', 2, 64) + "×"
+	}
+	return threeDigits(v) + "×"
+}
 
 // compact prints a count with three significant digits: 950, 12.3k, 1.2M.
 func compact(v float64) string {

@@ -20,7 +20,8 @@
 //     has none; the bench's contexts always have the run's deadline.
 //   - rueidislock (github.com/redis/rueidis/rueidislock): one key per lock
 //     (KeyMajority 1) and its other defaults (5 s validity, extended in the
-//     background; waiters woken by client-side-caching invalidations). It
+//     background; waiters woken by client-side-caching invalidations, or
+//     on a server without them, miniredis, retrying every 20 ms). It
 //     brings its own rueidis client per worker, dialled to the same server
 //     as the worker's go-redis client and counted the same way. It waits
 //     until its context ends.

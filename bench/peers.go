@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -100,7 +101,8 @@ func (h redislockHeld) Unlock(ctx context.Context) error { return h.l.Release(ct
 
 // rueidisLocker is rueidislock with one key per lock (KeyMajority 1) and
 // its other defaults: a 5 s validity it extends in the background, waiters
-// woken by client-side-caching invalidations. It brings its own client,
+// woken by client-side-caching invalidations (on a server without them,
+// retries every 20 ms). It brings its own client,
 // dialled to the same server as the worker's and counted the same way.
 // It waits until the context ends.
 type rueidisLocker struct{ l rueidislock.Locker }
@@ -110,11 +112,15 @@ func newRueidislock(e Env) (Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption: opt,
-		KeyPrefix:    strings.TrimSuffix(e.Prefix, ":"),
-		KeyMajority:  1,
-	})
+	lo := rueidislock.LockerOption{ClientOption: opt, KeyPrefix: strings.TrimSuffix(e.Prefix, ":"), KeyMajority: 1}
+	l, err := rueidislock.NewLocker(lo)
+	if errors.Is(err, rueidis.ErrNoCache) {
+		// A server without client-side caching (miniredis): rueidislock
+		// then retries every TryNextAfter (20 ms) instead of waiting for
+		// an invalidation.
+		lo.ClientOption.DisableCache = true
+		l, err = rueidislock.NewLocker(lo)
+	}
 	if err != nil {
 		return nil, err
 	}

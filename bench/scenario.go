@@ -25,7 +25,7 @@ type Scenario struct {
 
 // DefaultDuration is how long each scenario runs for each algorithm in each
 // round by default: the 108 runs of three rounds then take about a minute.
-const DefaultDuration = 400 * time.Millisecond
+const DefaultDuration = 500 * time.Millisecond
 
 // DefaultRounds is how many rounds a run has by default.
 const DefaultRounds = 3

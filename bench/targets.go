@@ -49,39 +49,39 @@ func Targets(results []Result) []Check {
 	return []Check{
 		waitTarget(results, hotKey, hotWaitRatio),
 		fairnessTarget(results, hotKey, hotFairness),
-		compare(results, hotKey, "acq/s ≥ 1.1× the best's", acqPerSec, nil, func(b, best Result) (bool, string) {
-			return b.AcqPerSec >= hotThroughput*best.AcqPerSec, throughputDetail(b, best)
+		compare(results, hotKey, "acq/s ≥ 1.1× the best's", acqPerSec, nil, func(b, best Result) (string, string) {
+			return status(b.AcqPerSec >= hotThroughput*best.AcqPerSec, throughputDetail(b, best))
 		}),
-		single(results, hotKey, fmt.Sprintf("hand-off gap p50 ≤ %.1f× PING p50", gapPerPingTarget), func(b Result) (bool, string) {
+		single(results, hotKey, fmt.Sprintf("hand-off gap p50 ≤ %.1f× PING p50", gapPerPingTarget), func(b Result) (string, string) {
 			if b.GapPerPing == nil || b.GapP50 == nil {
-				return false, "no hand-off measured"
+				return status(false, "no hand-off measured")
 			}
-			return shown(*b.GapPerPing, 2) <= gapPerPingTarget,
-				fmt.Sprintf("gap %s = %.2f× ping %s", short(*b.GapP50), *b.GapPerPing, short(b.PingP50))
+			return status(shown(*b.GapPerPing, 2) <= gapPerPingTarget,
+				fmt.Sprintf("gap %s = %.2f× ping %s", short(*b.GapP50), *b.GapPerPing, short(b.PingP50)))
 		}),
 		commandsTarget(results, hotKey),
-		compare(results, storm, "acq/s ≥ the best's", acqPerSec, nil, func(b, best Result) (bool, string) {
-			return b.AcqPerSec >= best.AcqPerSec, throughputDetail(b, best)
+		compare(results, storm, "acq/s ≥ the best's", acqPerSec, nil, func(b, best Result) (string, string) {
+			return status(b.AcqPerSec >= best.AcqPerSec, throughputDetail(b, best))
 		}),
 		waitTarget(results, storm, stormWaitRatio),
 		fairnessTarget(results, storm, stormFairness),
 		commandsTarget(results, storm),
-		compare(results, uncontend, "acq/s ≥ the best's", acqPerSec, nil, func(b, best Result) (bool, string) {
-			return b.AcqPerSec >= best.AcqPerSec, throughputDetail(b, best)
+		compare(results, uncontend, "acq/s ≥ the best's", acqPerSec, nil, func(b, best Result) (string, string) {
+			return status(b.AcqPerSec >= best.AcqPerSec, throughputDetail(b, best))
 		}),
 		compare(results, uncontend, fmt.Sprintf("server µs ≤ %.1f× a SET NX + unlock pair's", uncontendedUsec),
 			func(r Result) float64 { return -optionalValue(r.ServerUsecPerAcq) },
 			func(r Result) bool { return slices.Contains(pairAlgorithms, r.Algorithm) && r.ServerUsecPerAcq != nil },
-			func(b, pair Result) (bool, string) {
+			func(b, pair Result) (string, string) {
 				if b.ServerUsecPerAcq == nil {
-					return false, "no commandstats"
+					return noCommandstats()
 				}
-				return shown(*b.ServerUsecPerAcq, 2) <= shown(uncontendedUsec**pair.ServerUsecPerAcq, 2),
-					fmt.Sprintf("baton %.2f, %s %.2f µs/acq", *b.ServerUsecPerAcq, pair.Algorithm, *pair.ServerUsecPerAcq)
+				return status(shown(*b.ServerUsecPerAcq, 2) <= shown(uncontendedUsec**pair.ServerUsecPerAcq, 2),
+					fmt.Sprintf("baton %.2f, %s %.2f µs/acq", *b.ServerUsecPerAcq, pair.Algorithm, *pair.ServerUsecPerAcq))
 			}),
-		single(results, uncontend, "one round trip per Lock and per Unlock", func(b Result) (bool, string) {
-			return b.ClientPerAcq <= uncontendedTrips*oneOffAllowance,
-				fmt.Sprintf("baton %.3f client commands per Lock+Unlock", b.ClientPerAcq)
+		single(results, uncontend, "one round trip per Lock and per Unlock", func(b Result) (string, string) {
+			return status(b.ClientPerAcq <= uncontendedTrips*oneOffAllowance,
+				fmt.Sprintf("baton %.3f client commands per Lock+Unlock", b.ClientPerAcq))
 		}),
 	}
 }
@@ -89,26 +89,32 @@ func Targets(results []Result) []Check {
 func waitTarget(results []Result, scenario string, factor float64) Check {
 	return compare(results, scenario, fmt.Sprintf("wait p99 ≤ 1/%.0f of the best's", factor),
 		func(r Result) float64 { return -float64(r.WaitP99) }, nil,
-		func(b, best Result) (bool, string) {
+		func(b, best Result) (string, string) {
 			limit := time.Duration(float64(best.WaitP99) / factor)
-			return b.WaitP99 <= limit, fmt.Sprintf("baton %s, %s %s (limit %s)",
-				short(b.WaitP99), best.Algorithm, short(best.WaitP99), short(limit))
+			return status(b.WaitP99 <= limit, fmt.Sprintf("baton %s, %s %s (limit %s)",
+				short(b.WaitP99), best.Algorithm, short(best.WaitP99), short(limit)))
 		})
 }
 
 func fairnessTarget(results []Result, scenario string, target float64) Check {
-	return single(results, scenario, fmt.Sprintf("fairness ≥ %.1f", target), func(b Result) (bool, string) {
-		return shown(b.Fairness, 3) >= target, fmt.Sprintf("baton %.3f (%d/%d)", b.Fairness, b.MinPerWorker, b.MaxPerWorker)
+	return single(results, scenario, fmt.Sprintf("fairness ≥ %.1f", target), func(b Result) (string, string) {
+		return status(shown(b.Fairness, 3) >= target, fmt.Sprintf("baton %.3f (%d/%d)", b.Fairness, b.MinPerWorker, b.MaxPerWorker))
 	})
 }
 
 func commandsTarget(results []Result, scenario string) Check {
-	return single(results, scenario, fmt.Sprintf("≤ %.0f server commands per acquisition", contendedCommands), func(b Result) (bool, string) {
+	return single(results, scenario, fmt.Sprintf("≤ %.0f server commands per acquisition", contendedCommands), func(b Result) (string, string) {
 		if b.ServerPerAcq == nil {
-			return false, "no commandstats"
+			return noCommandstats()
 		}
-		return shown(*b.ServerPerAcq, 2) <= contendedCommands, fmt.Sprintf("baton %.2f", *b.ServerPerAcq)
+		return status(shown(*b.ServerPerAcq, 2) <= contendedCommands, fmt.Sprintf("baton %.2f", *b.ServerPerAcq))
 	})
+}
+
+// noCommandstats skips a target on server figures when the server has none
+// (miniredis): nothing was measured to judge.
+func noCommandstats() (string, string) {
+	return "SKIP", "no commandstats on this server"
 }
 
 // shown rounds v to the decimals it is printed with, so that a figure shown
@@ -132,11 +138,11 @@ func throughputDetail(b, best Result) string {
 }
 
 // single judges baton's result on scenario alone.
-func single(results []Result, scenario, target string, judge func(baton Result) (bool, string)) Check {
+func single(results []Result, scenario, target string, judge func(baton Result) (status, detail string)) Check {
 	c := Check{Target: scenario + ": " + target, Status: "SKIP", Detail: "no baton result"}
 	for _, r := range results {
 		if r.Scenario == scenario && r.Algorithm == BatonName {
-			c.Status, c.Detail = status(judge(r))
+			c.Status, c.Detail = judge(r)
 		}
 	}
 	return c
@@ -146,7 +152,7 @@ func single(results []Result, scenario, target string, judge func(baton Result) 
 // (among those eligible, or all when eligible is nil) for which score is
 // highest.
 func compare(results []Result, scenario, target string, score func(Result) float64, eligible func(Result) bool,
-	judge func(baton, best Result) (bool, string)) Check {
+	judge func(baton, best Result) (status, detail string)) Check {
 	var best *Result
 	for i, r := range results {
 		if r.Scenario != scenario || r.Algorithm == BatonName || (eligible != nil && !eligible(r)) {
@@ -159,7 +165,7 @@ func compare(results []Result, scenario, target string, score func(Result) float
 	if best == nil {
 		return Check{Target: scenario + ": " + target, Status: "SKIP", Detail: "nothing to compare with"}
 	}
-	return single(results, scenario, target, func(b Result) (bool, string) { return judge(b, *best) })
+	return single(results, scenario, target, func(b Result) (string, string) { return judge(b, *best) })
 }
 
 func status(pass bool, detail string) (string, string) {
