@@ -50,7 +50,7 @@ func WriteTable(w io.Writer, rep Report) error {
 	if rep.Meta.Caveat != "" {
 		fmt.Fprintln(w, rep.Meta.Caveat)
 	}
-	if _, err := fmt.Fprintf(w, "%s; median of %d round(s)\n", rep.Meta.Headline(), rep.Meta.Rounds); err != nil {
+	if _, err := fmt.Fprintf(w, "%s\nmedian of %d round(s)\n", rep.Meta.Headline(), rep.Meta.Rounds); err != nil {
 		return err
 	}
 	for _, t := range tables {

@@ -15,6 +15,8 @@ import (
 func widestReport() Report {
 	rep := sampleReport()
 	rep.Meta.Caveat = MiniredisCaveat
+	rep.Meta.Server = "Redis 7.0.15 (throwaway redis-server on 127.0.0.1:65535)"
+	rep.Meta.Commit = "0123456789abcdef0123456789abcdef01234567+dirty"
 	rep.Results = nil
 	for _, sc := range Scenarios(time.Second) {
 		for _, a := range Algorithms() {

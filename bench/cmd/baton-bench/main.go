@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,7 +70,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "write results.json, results.csv and chart.svg into this directory")
 	flag.Parse()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, explicitFlags(), os.Stdout, os.Stderr); err != nil {
 		if ctx.Err() != nil {
