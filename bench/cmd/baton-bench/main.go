@@ -91,12 +91,15 @@ func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	rounds := o.roundCount(set)
+	if rounds < 1 {
+		return errors.New("-rounds must be at least 1")
+	}
 	target, closeTarget, err := connect(o)
 	if err != nil {
 		return err
 	}
 	defer closeTarget()
-	rounds := o.roundCount(set)
 	fmt.Fprintf(stderr, "baton-bench on %s: %d algorithms × %d scenarios × %d round(s)\n", target.Name, len(algos), len(scenarios), rounds)
 	suite := bench.Suite{Target: target, Algorithms: algos, Scenarios: scenarios, Rounds: rounds, Progress: stderr}
 	rep, err := suite.Run(ctx)

@@ -164,4 +164,5 @@ func TestMiniredisRunsAreLabelled(t *testing.T) {
 	check(options{})
 	_, _, err := connect(options{miniredis: true, addr: "127.0.0.1:1"})
 	require.ErrorContains(t, err, "at most one")
+	require.ErrorContains(t, run(ctx, options{rounds: 0}, map[string]bool{}, io.Discard, io.Discard), "-rounds")
 }
