@@ -140,7 +140,7 @@ func TestRedisRestartMidHold(t *testing.T) {
 		goleak.IgnoreCurrent(),
 		// Restart starts a new redis-server, with goroutines to reap it and
 		// to copy its stderr; they end with the server at cleanup.
-		goleak.IgnoreAnyFunction("github.com/batonlock/baton/reentrant/redistest.(*Server).launch.func1"),
+		goleak.IgnoreAnyFunction("github.com/batonlock/baton/reentrant/redistest/redisproc.(*Server).launch.func1"),
 		goleak.IgnoreAnyFunction("os/exec.(*Cmd).writerDescriptor.func1"),
 	}
 	ctx := testCtx(t)

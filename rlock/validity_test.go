@@ -126,12 +126,13 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 		require.ErrorIs(t, context.Cause(l.Context()), ErrLockLost)
 		require.Len(t, losses, 1)
 
-		// A hold whose validity has already passed, looked at before its
-		// timer could fire.
-		late := c.newHold(keys, "late", 2, time.Now().Add(-lease), lease)
+		// A hold whose validity passes with no timer to see it: only the
+		// look at Err can, and it must close Done before it answers.
+		late := c.newHold(keys, "late", 2, time.Now(), lease)
 		ll := newHandle(late, context.Background(), nil, lockConfig{}, time.Now(), Free)
-		late.handles[ll] = struct{}{}
-		late.live = 1
+		require.NoError(t, late.join(ll, time.Now(), lease))
+		late.expiry.Stop()
+		late.validUntil.Store(monoOf(time.Now()))
 		require.Error(t, ll.Context().Err())
 		select {
 		case <-ll.Context().Done():
