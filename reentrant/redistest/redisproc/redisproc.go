@@ -27,8 +27,8 @@ import (
 // Binary is the name of the server executable looked up on PATH.
 const Binary = "redis-server"
 
-// StartTimeout bounds how long a server may take to answer its first PING.
-const StartTimeout = 10 * time.Second
+// startTimeout bounds how long a server may take to answer its first PING.
+const startTimeout = 10 * time.Second
 
 // startAttempts is how many free ports Start tries: another process may take
 // the port between the kernel naming it and the server binding it.
@@ -127,7 +127,7 @@ func (s *Server) launch() error {
 	s.done = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(s.done) }()
 
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer rdb.Close()
@@ -141,7 +141,7 @@ func (s *Server) launch() error {
 			return fmt.Errorf("redis-server exited: %s %s", stderr.String(), s.logTail())
 		case <-ctx.Done():
 			s.kill()
-			return fmt.Errorf("no PONG within %v: %s", StartTimeout, s.logTail())
+			return fmt.Errorf("no PONG within %v: %s", startTimeout, s.logTail())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
