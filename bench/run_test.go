@@ -16,6 +16,13 @@ import (
 	"github.com/batonlock/baton/reentrant/redistest"
 )
 
+// testCtx bounds a test's runs: a minute, ended with the test.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // realTarget is a fresh redis-server of the test's own, every client as
 // the default user (INFO and the bench:* keys).
 func realTarget(t *testing.T) Target {
@@ -73,9 +80,7 @@ func TestSuiteCountsViolationsOfEveryBrokenAlgorithm(t *testing.T) {
 		}})
 	}
 	hot := Scenario{Name: "hot", Workers: 4, Hold: time.Millisecond, Names: 1, Duration: 150 * time.Millisecond}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rep, err := Suite{Target: target, Algorithms: broken, Scenarios: []Scenario{hot}}.Run(ctx)
+	rep, err := Suite{Target: target, Algorithms: broken, Scenarios: []Scenario{hot}}.Run(testCtx(t))
 	require.NoError(t, err)
 	for _, r := range rep.Results {
 		require.Positive(t, r.Violations, "%s: four holders of one name at once", r.Algorithm)
@@ -106,7 +111,7 @@ func TestRoundsRotateTheOrderAndReportTheMedian(t *testing.T) {
 	}
 	one := Scenario{Name: "one", Workers: 1, Names: 1, Duration: 20 * time.Millisecond}
 	var progress bytes.Buffer
-	rep, err := Suite{Target: target, Algorithms: algos, Scenarios: []Scenario{one}, Rounds: 4, Progress: &progress}.Run(context.Background())
+	rep, err := Suite{Target: target, Algorithms: algos, Scenarios: []Scenario{one}, Rounds: 4, Progress: &progress}.Run(testCtx(t))
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		"a", "bb", "a-long-name",
@@ -137,7 +142,7 @@ func TestEmbeddedServerRunsAreLabelled(t *testing.T) {
 	defer stop()
 	poll := Algorithms()[len(Algorithms())-2]
 	one := Scenario{Name: "one", Workers: 2, Names: 1, Duration: 50 * time.Millisecond}
-	rep, err := Suite{Target: target, Algorithms: []Algorithm{poll}, Scenarios: []Scenario{one}}.Run(context.Background())
+	rep, err := Suite{Target: target, Algorithms: []Algorithm{poll}, Scenarios: []Scenario{one}}.Run(testCtx(t))
 	require.NoError(t, err)
 	require.Equal(t, MiniredisCaveat, rep.Meta.Caveat)
 	require.Nil(t, rep.Results[0].ServerPerAcq, "miniredis has no commandstats")
@@ -158,7 +163,7 @@ func TestSuiteRejectsABadScenarioBeforeRunning(t *testing.T) {
 	good := Scenario{Name: "good", Workers: 1, Names: 1, Duration: time.Hour}
 	bad := Scenario{Name: "bad", Workers: 0, Names: 1, Duration: time.Second}
 	start := time.Now()
-	_, err = Suite{Target: target, Algorithms: Algorithms(), Scenarios: []Scenario{good, bad}}.Run(context.Background())
+	_, err = Suite{Target: target, Algorithms: Algorithms(), Scenarios: []Scenario{good, bad}}.Run(testCtx(t))
 	require.ErrorContains(t, err, `"bad"`)
 	require.Less(t, time.Since(start), time.Minute, "the good scenario did not run first")
 }

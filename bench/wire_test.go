@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -37,7 +36,7 @@ func TestCommandCounterSeesCommandsAndPubSub(t *testing.T) {
 	defer rdb.Close()
 	var c commandCounter
 	c.attach(rdb)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	require.NoError(t, rdb.Ping(ctx).Err()) // dials: the handshake counts too
 	dialed := c.n.Load()
 	require.Greater(t, dialed, int64(1))
