@@ -198,17 +198,23 @@ func scale(m metric, results []Result) (ticks []float64, frac func(float64) floa
 	return ticks, func(v float64) float64 { return min(max(v/top, 0), 1) }
 }
 
-// decades returns the powers of ten just below the smallest and just above
-// the largest positive value, at least one decade apart.
+// decades returns the powers of ten below the smallest and just above the
+// largest positive value, at least one decade apart. The lower one is a
+// decade further down when the smallest value sits near it, so that its bar
+// still shows.
 func decades(values []float64) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
+	least, most := math.Inf(1), math.Inf(-1)
 	for _, v := range values {
 		if v > 0 {
-			lo, hi = min(lo, math.Floor(math.Log10(v))), max(hi, math.Ceil(math.Log10(v)))
+			least, most = min(least, math.Log10(v)), max(most, math.Log10(v))
 		}
 	}
-	if math.IsInf(lo, 1) {
+	if math.IsInf(least, 1) {
 		return 0, 1
+	}
+	lo, hi = math.Floor(least), math.Ceil(most)
+	if least-lo < 0.3 {
+		lo--
 	}
 	return lo, max(hi, lo+1)
 }

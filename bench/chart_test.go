@@ -87,6 +87,8 @@ func TestDecadesSpanTheValues(t *testing.T) {
 	require.Equal(t, [2]float64{2, 5}, [2]float64{lo, hi})
 	lo, hi = decades([]float64{850})
 	require.Equal(t, [2]float64{2, 3}, [2]float64{lo, hi})
+	lo, hi = decades([]float64{1.05, 354})
+	require.Equal(t, [2]float64{-1, 3}, [2]float64{lo, hi}, "a bar at 1.05 is not drawn flat on a 1 baseline")
 	lo, hi = decades(nil)
 	require.Equal(t, [2]float64{0, 1}, [2]float64{lo, hi}, "no values still draws an axis")
 }
