@@ -134,6 +134,13 @@ func TestRoundsRotateTheOrderAndReportTheMedian(t *testing.T) {
 		require.Equal(t, strings.Index(lines[0], "acq/s"), strings.Index(l, "acq/s"), "aligned: %q", l)
 	}
 	require.True(t, strings.HasPrefix(lines[0], "[ 1/12] round 1/4"), lines[0])
+
+	progress.Reset()
+	_, err = Suite{Target: target, Algorithms: algos[:1], Scenarios: []Scenario{one}, Rounds: 10, Progress: &progress}.Run(testCtx(t))
+	require.NoError(t, err)
+	lines = strings.Split(strings.TrimSpace(progress.String()), "\n")
+	require.Equal(t, "[ 1/10] round  1/10", lines[0][:len("[ 1/10] round  1/10")])
+	require.Equal(t, strings.Index(lines[0], "acq/s"), strings.Index(lines[9], "acq/s"), "aligned past nine rounds")
 }
 
 func TestEmbeddedServerRunsAreLabelled(t *testing.T) {

@@ -159,7 +159,7 @@ func (p *progress) line(round int, r Result) {
 	if p.w == nil {
 		return
 	}
-	fmt.Fprintf(p.w, "[%*d/%d] round %d/%d  %-*s  %-*s  %8.0f acq/s  wait p99 %7s  violations %d\n",
-		p.countW, p.done, p.total, round+1, p.rounds, p.scenarioW, r.Scenario, p.algoW, r.Algorithm,
-		r.AcqPerSec, short(r.WaitP99), r.Violations)
+	fmt.Fprintf(p.w, "[%*d/%d] round %*d/%d  %-*s  %-*s  %8.0f acq/s  wait p99 %7s  violations %d\n",
+		p.countW, p.done, p.total, len(strconv.Itoa(p.rounds)), round+1, p.rounds, p.scenarioW, r.Scenario,
+		p.algoW, r.Algorithm, r.AcqPerSec, short(r.WaitP99), r.Violations)
 }
