@@ -13,7 +13,7 @@ import (
 // that order; only the last confirms, and an unasked UNSUBSCRIBE of a
 // referenced channel moves it, once.
 func TestAckConfirmsOnlyTheLastSubscribe(t *testing.T) {
-	h := newHub(backend{}, 0)
+	h := newHub(backend{}, Options{})
 	defer h.Close()
 	c := &conn{hub: h, sent: map[string]pending{}}
 	e := &entry{channel: "ch", conn: c, refs: 1, ready: make(chan struct{})}
@@ -41,7 +41,7 @@ func TestAckConfirmsOnlyTheLastSubscribe(t *testing.T) {
 // The server drops a migrated slot's channels with one unasked SUNSUBSCRIBE
 // each; the first moves the whole slot, so the rest start no second move.
 func TestUnaskedUnsubscribeMovesItsSlotOnce(t *testing.T) {
-	h := newHub(backend{}, 0)
+	h := newHub(backend{}, Options{})
 	defer h.Close()
 	c := &conn{hub: h, sent: map[string]pending{}}
 	entries := map[string]*entry{}
@@ -58,7 +58,7 @@ func TestUnaskedUnsubscribeMovesItsSlotOnce(t *testing.T) {
 // A MOVED reply moves every entry of its slot on that connection, once, and
 // drops the commands still unanswered there; other slots stay.
 func TestMovedReplyMovesItsSlot(t *testing.T) {
-	h := newHub(backend{}, 0)
+	h := newHub(backend{}, Options{})
 	defer h.Close()
 	c := &conn{hub: h, sent: map[string]pending{}}
 	same, other := "{a}1", "{b}1"
@@ -92,23 +92,26 @@ type redisError string
 func (e redisError) Error() string { return string(e) }
 func (redisError) RedisError()     {}
 
-// After a lost subscription is confirmed again, every waiter wakes and the
-// references not waiting get a permit each.
-func TestConfirmAfterLossWakesEveryone(t *testing.T) {
-	e := &entry{refs: 3, ready: make(chan struct{})}
+// After a lost subscription is confirmed again, every mailbox gets one
+// resync; a subscription never confirmed had nobody relying on it.
+func TestConfirmAfterLossResyncsEveryMailbox(t *testing.T) {
+	a := &Subscription{id: "a", signal: make(chan struct{}, 1)}
+	b := &Subscription{id: "b", signal: make(chan struct{}, 1)}
+	e := &entry{ready: make(chan struct{}), mailbox: map[string]*Subscription{}}
+	e.add(a)
+	e.add(b)
 	e.confirm()
-	w := make(chan struct{}, 1)
-	e.waiters = append(e.waiters, w)
 
 	e.lose()
 	e.lose() // a second loss before the confirmation changes nothing
 	e.confirm()
-	require.Len(t, w, 1)
-	require.Empty(t, e.waiters)
-	require.Equal(t, 2, e.permits)
+	require.Equal(t, []Delivery{{Resync: true}}, a.mail)
+	require.Equal(t, []Delivery{{Resync: true}}, b.mail)
 
-	fresh := &entry{refs: 2, ready: make(chan struct{})}
+	fresh := &entry{ready: make(chan struct{}), mailbox: map[string]*Subscription{}}
+	c := &Subscription{id: "c", signal: make(chan struct{}, 1)}
+	fresh.add(c)
 	fresh.lose()
 	fresh.confirm()
-	require.Zero(t, fresh.permits, "nobody relied on a subscription never confirmed")
+	require.Empty(t, c.mail, "nobody relied on a subscription never confirmed")
 }

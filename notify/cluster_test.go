@@ -39,6 +39,7 @@ type clusterFixture struct {
 	admin *redis.ClusterClient
 	hub   *Hub
 	name  string
+	ids   int // subscriptions made, for their IDs
 }
 
 func newClusterFixture(t *testing.T, cl *redistest.Cluster) *clusterFixture {
@@ -66,17 +67,18 @@ func (f *clusterFixture) channelOn(t *testing.T, node *redistest.Node, prefix st
 
 func (f *clusterFixture) subscribe(t *testing.T, channel string) *Subscription {
 	t.Helper()
-	s, err := f.hub.Subscribe(testCtx(t), channel)
+	f.ids++
+	s, err := f.hub.Subscribe(testCtx(t), channel, "s"+strconv.Itoa(f.ids))
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return s
 }
 
-// publish SPUBLISHes on channel's shard and returns how many subscribers,
-// all on that shard, got it.
-func (f *clusterFixture) publish(t *testing.T, channel string) int64 {
+// send SPUBLISHes a message to s on its channel's shard and returns how
+// many subscribers, all on that shard, got it.
+func (f *clusterFixture) send(t *testing.T, s *Subscription) int64 {
 	t.Helper()
-	n, err := f.admin.SPublish(testCtx(t), channel, "x").Result()
+	n, err := f.admin.SPublish(testCtx(t), s.Channel(), s.ID()+" hi").Result()
 	require.NoError(t, err)
 	return n
 }
@@ -125,13 +127,20 @@ func (f *clusterFixture) settled(channel string) bool {
 	return e != nil && e.confirmed && !e.moving
 }
 
-// requireWoken proves channel works: a new Wait is woken by one SPUBLISH
-// that reached exactly one subscriber.
+// requireWoken proves channel works: a new Wait gets one SPUBLISH that
+// reached exactly one subscriber.
 func (f *clusterFixture) requireWoken(t *testing.T, s *Subscription) {
 	t.Helper()
-	res := queuedWait(t, testCtx(t), s, 1)
-	require.EqualValues(t, 1, f.publish(t, s.Channel()))
-	require.NoError(t, result(t, res))
+	require.EqualValues(t, 1, f.send(t, s))
+	requirePayload(t, s)
+}
+
+// requireResync waits for s's resync.
+func requireResync(t *testing.T, s *Subscription, within time.Duration, msg string) {
+	t.Helper()
+	d, err := s.Wait(testCtx(t), within)
+	require.NoError(t, err, msg)
+	require.True(t, d.Resync, msg)
 }
 
 // Each master that serves a subscribed channel gets exactly one connection
@@ -170,26 +179,26 @@ func testSlotMigration(t *testing.T, cl *redistest.Cluster) {
 	x, y, z := f.channelOn(t, from, "x-"), f.channelOn(t, from, "y-"), f.channelOn(t, to, "z-")
 	require.NotEqual(t, slot.Of(x), slot.Of(y))
 	sx, idle, sy, sz := f.subscribe(t, x), f.subscribe(t, x), f.subscribe(t, y), f.subscribe(t, z)
-	waitX, waitY := queuedWait(t, testCtx(t), sx, 1), queuedWait(t, testCtx(t), sy, 1)
+	waitX, waitY := asyncWait(testCtx(t), sx), asyncWait(testCtx(t), sy)
 	kept, joined := f.conns(t, from), f.conns(t, to)
 	require.Len(t, kept, 1)
 
 	f.cl.MigrateSlot(t, slot.Of(x), to)
 	require.Eventually(t, func() bool { return f.settled(x) }, moveSettle, 10*time.Millisecond)
-	require.NoError(t, result(t, waitX), "the moved channel's waiter retries")
-	require.NoError(t, idle.Wait(testCtx(t), grace), "and the reference not waiting has a permit")
+	require.Equal(t, resync, await(t, waitX), "the moved channel's waiter checks again")
+	requireResync(t, idle, grace, "and so does the subscription not waiting")
 	require.EqualValues(t, 1, shardNumSub(t, to, x), "confirmed on the new master before the wake-up")
 	requireBlocked(t, waitY)
 	require.Equal(t, kept, f.conns(t, from), "the connection to the old master was kept")
 	require.Equal(t, joined, f.conns(t, to), "x joined z's connection")
 	f.requireWoken(t, sx)
 	f.requireWoken(t, sz)
-	require.EqualValues(t, 1, f.publish(t, y))
-	require.NoError(t, result(t, waitY))
+	require.EqualValues(t, 1, f.send(t, sy))
+	require.NoError(t, await(t, waitY).err)
 
 	// The old master's last channel moves away too: its connection goes.
 	f.cl.MigrateSlot(t, slot.Of(y), cl.Nodes[2])
-	require.NoError(t, sy.Wait(testCtx(t), moveSettle), "the permit of the move")
+	requireResync(t, sy, moveSettle, "the resync of the move")
 	require.EqualValues(t, 1, shardNumSub(t, cl.Nodes[2], y))
 	f.requireWoken(t, sy)
 	require.Eventually(t, func() bool { return len(f.conns(t, from)) == 0 }, settle, 10*time.Millisecond)
@@ -204,7 +213,7 @@ func testMovedOnSubscribe(t *testing.T, cl *redistest.Cluster) {
 	f := newClusterFixture(t, cl)
 	from, to := cl.Nodes[2], cl.Nodes[0]
 	w := f.subscribe(t, f.channelOn(t, from, "w-")) // the client now knows the topology
-	waitW := queuedWait(t, testCtx(t), w, 1)
+	waitW := asyncWait(testCtx(t), w)
 	m := f.channelOn(t, from, "m-")
 	f.cl.MigrateSlot(t, slot.Of(m), to) // behind the client's back
 	kept, redirects := f.conns(t, from), movedReplies(t, from)
@@ -218,8 +227,8 @@ func testMovedOnSubscribe(t *testing.T, cl *redistest.Cluster) {
 	requireBlocked(t, waitW)
 	require.Equal(t, kept, f.conns(t, from), "the old master's connection was kept")
 	f.requireWoken(t, sm)
-	require.EqualValues(t, 1, f.publish(t, w.Channel()))
-	require.NoError(t, result(t, waitW))
+	require.EqualValues(t, 1, f.send(t, w))
+	require.NoError(t, await(t, waitW).err)
 }
 
 // References come and go on channels of one slot while that slot moves
@@ -246,7 +255,7 @@ func testMigrationUnderChurn(t *testing.T, cl *redistest.Cluster) {
 					return
 				default:
 				}
-				s, err := f.hub.Subscribe(ctx, channel)
+				s, err := f.hub.Subscribe(ctx, channel, "")
 				if err != nil {
 					errs <- err
 					return
@@ -267,12 +276,12 @@ func testMigrationUnderChurn(t *testing.T, cl *redistest.Cluster) {
 	owner := cl.Owner(t, slot)
 	require.Equal(t, 1, f.hub.Channels())
 	// A move still under way (the slot may have come back meanwhile) ends
-	// with a wake-up of its own, so the permit is checked once it is over.
+	// with a resync of its own, so the mailbox is checked once it is over.
 	require.Eventually(t, func() bool {
 		return f.settled(steady.Channel()) && shardNumSub(t, owner, steady.Channel()) == 1 &&
 			shardNumSub(t, owner, "{"+tag+"}0") == 0 && shardNumSub(t, owner, "{"+tag+"}1") == 0
 	}, moveSettle, 10*time.Millisecond)
-	require.NoError(t, steady.Wait(ctx, grace), "the moves left the steady reference a permit")
+	requireResync(t, steady, grace, "the moves left the steady subscription a resync")
 	f.requireWoken(t, steady)
 	f.hub.mu.Lock()
 	defer f.hub.mu.Unlock()

@@ -19,7 +19,7 @@ const (
 // conn is one pub/sub connection and its reader goroutine.
 //
 // The reader uses its own loop over ReceiveTimeout rather than go-redis's
-// Channel, which hides errors and so the moment to wake waiters. Any error
+// Channel, which hides errors and so the moment to resync. Any error
 // closes the PubSub and the reader builds a new one, except a MOVED reply:
 // that concerns the channels of one slot, which move to their new master
 // while the others stay (see reroute). go-redis has by then already redialled
@@ -110,14 +110,18 @@ func isTimeout(err error) bool {
 // dispatch applies one reply read from c. It returns the entries that must
 // move to another connection, if the reply says so.
 func (h *Hub) dispatch(c *conn, msg any) []*entry {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	switch m := msg.(type) {
 	case *redis.Message:
-		if e := h.served(c, m.Channel); e != nil {
-			e.wakeOne()
+		h.mu.Lock()
+		e := h.served(c, m.Channel)
+		unclaimed := e == nil || e.route(m.Payload)
+		h.mu.Unlock()
+		if unclaimed {
+			h.unclaimed(m.Channel, m.Payload)
 		}
 	case *redis.Subscription:
+		h.mu.Lock()
+		defer h.mu.Unlock()
 		return h.ack(c, m.Kind, m.Channel)
 	}
 	return nil // *redis.Pong: proof of life is all it carries

@@ -1,35 +1,41 @@
 // Package notify is a process-wide Redis pub/sub hub: many goroutines wait on
-// named channels, and a message published on a channel wakes one of them.
+// named channels, and a message published on a channel is delivered to the
+// subscription it names.
 //
 // A Hub owns the pub/sub connections of one Redis client: one connection in
 // Classic mode (SUBSCRIBE/PUBLISH), one per master node in Sharded mode on a
 // cluster (SSUBSCRIBE/SPUBLISH). Connections are opened on the first Subscribe,
 // health-checked with PING while idle, replaced when they fail, and closed only
-// by Hub.Close. The hub owns reference counting per channel, the wake-up
-// permits of its waiters, reconnection and, on a cluster, routing a shard
+// by Hub.Close. The hub owns reference counting per channel, the
+// mailboxes of its subscriptions, reconnection and, on a cluster, routing a shard
 // channel to the master that serves its slot, again whenever the slot moves.
 //
 // It knows nothing about locks: no lock names, no scripts, no payload
-// meaning. A message is a wake-up and nothing more; what the woken goroutine
-// retries is its caller's business.
+// meaning. A message is addressed: the text before its first space is the ID
+// of the subscription it is for, the rest its payload. A message no
+// subscription claims (an unknown ID, or one left untaken when its
+// subscription closes) goes to Options.Unclaimed, so that whatever it
+// offered can be handed back.
 //
 // Invariants it guards:
 //   - Subscribe returns only after Redis has confirmed the subscription, so a
 //     caller that retries its operation after Subscribe returns cannot miss a
 //     message published after that retry.
-//   - A wake-up is never lost: a message wakes one waiter, and when the
-//     waiter picked has just given up, or none is waiting, the wake-up passes
-//     on or is kept as a permit for the next Wait (at most one per reference).
+//   - A delivery is never lost: a message addressed to a subscription is
+//     kept in its mailbox until a Wait takes it, in order, or handed to
+//     Unclaimed when the subscription closes first.
 //   - Messages published while a connection was down are lost, so once the
-//     subscription is confirmed again every waiter on the channel is woken,
-//     and every reference not waiting gets a permit.
+//     subscription is confirmed again every subscription on the channel gets
+//     a resync, telling it to check at the source.
 //   - When a cluster slot moves, the old master drops its shard channels
 //     (an unsolicited SUNSUBSCRIBE) and answers MOVED to commands on them.
 //     Only the channels of that slot move: each is subscribed again on the
-//     new master, and then woken as after a reconnect. The connection and
+//     new master, and then resynced as after a reconnect. The connection and
 //     its other channels are left alone.
 //   - The commands on the wire are in the order of the reference-count
 //     transitions that caused them; the first reference subscribes and the
-//     last one unsubscribes.
+//     last one unsubscribes, in the background, so that closing a
+//     subscription never waits for the network; a reference taken before
+//     that UNSUBSCRIBE is sent cancels it.
 //   - No goroutine and no connection outlives Hub.Close.
 package notify

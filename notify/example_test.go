@@ -2,7 +2,6 @@ package notify_test
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -10,30 +9,34 @@ import (
 	"github.com/batonlock/baton/notify"
 )
 
-// A waiter subscribes before it checks, so that a release published after the
-// check cannot be missed; the releaser publishes on the channel.
+// A waiter subscribes under its own ID before it asks to be served, so an
+// answer published after the ask cannot be missed. The server side
+// publishes "<id> <payload>"; a resync means messages may have been lost
+// while the connection was down, so the waiter asks again.
 func Example() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
-	hub, err := notify.New(rdb, notify.Options{})
+	hub, err := notify.New(rdb, notify.Options{
+		// A message for a waiter that has gone: hand back what it offered.
+		Unclaimed: func(channel, msg string) {},
+	})
 	if err != nil {
 		return
 	}
 	defer hub.Close()
 
-	sub, err := hub.Subscribe(ctx, "resource:released")
+	sub, err := hub.Subscribe(ctx, "tickets", "waiter-7")
 	if err != nil {
 		return
 	}
 	defer sub.Close()
-	for !rdb.SetNX(ctx, "resource", "me", 10*time.Second).Val() {
-		// A timeout only bounds the sleep: check again either way.
-		if err := sub.Wait(ctx, time.Second); err != nil && !errors.Is(err, notify.ErrWaitTimeout) {
+	for {
+		rdb.RPush(ctx, "ticket-requests", "waiter-7") // served: PUBLISH tickets "waiter-7 <ticket>"
+		d, err := sub.Wait(ctx, 5*time.Second)
+		if err != nil || !d.Resync {
+			_ = d.Payload // the ticket
 			return
 		}
 	}
-	// ... use the resource, then release it and wake one waiter:
-	rdb.Del(ctx, "resource")
-	rdb.Publish(ctx, "resource:released", "")
 }

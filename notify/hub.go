@@ -27,6 +27,12 @@ type Options struct {
 	// HealthCheckInterval: a connection idle this long is PINGed; no reply
 	// within another interval means it is dead and is replaced. Zero means 1s.
 	HealthCheckInterval time.Duration
+	// Unclaimed, if set, gets every message that no subscription claims:
+	// one whose address no subscription of its channel has, or one left
+	// untaken in a subscription that closed. Whatever such a message
+	// offered can so be handed back. It is called without the hub's locks,
+	// from the hub's reader or from Subscription.Close, and must not block.
+	Unclaimed func(channel, msg string)
 }
 
 // Errors returned by the hub. They carry the package prefix so a log line says
@@ -45,22 +51,26 @@ var (
 	ErrUnsupportedClient = errors.New("notify: unsupported redis client")
 	// ErrSubscriptionClosed is returned by Wait on a closed Subscription.
 	ErrSubscriptionClosed = errors.New("notify: subscription closed")
+	// ErrDuplicateID is returned by Subscribe for an ID that a live
+	// subscription of the channel already has.
+	ErrDuplicateID = errors.New("notify: duplicate subscription ID")
 )
 
 const defaultHealthCheckInterval = time.Second
 
 // Hub multiplexes the channel subscriptions of one Redis client over as few
-// pub/sub connections as its Mode allows, and wakes local waiters when
-// messages arrive. Create one per client with New; it is safe for concurrent
-// use.
+// pub/sub connections as its Mode allows, and delivers each message to the
+// subscription it is addressed to. Create one per client with New; it is
+// safe for concurrent use.
 type Hub struct {
-	be       backend
-	interval time.Duration
-	life     context.Context // bounds all hub I/O; cancelled by Close
-	cancel   context.CancelFunc
-	done     chan struct{} // closed by Close
-	once     sync.Once
-	wg       sync.WaitGroup // one per reader goroutine
+	be        backend
+	interval  time.Duration
+	unclaimed func(channel, msg string)
+	life      context.Context // bounds all hub I/O; cancelled by Close
+	cancel    context.CancelFunc
+	done      chan struct{} // closed by Close
+	once      sync.Once
+	wg        sync.WaitGroup // one per reader goroutine
 
 	// io is held across a state transition that sends a command and the send
 	// itself, so commands reach the wire in the order of the transitions, and
@@ -73,7 +83,6 @@ type Hub struct {
 	entries map[string]*entry // channels with at least one reference
 	conns   map[string]*conn  // by routing key
 
-	onAbandon func() // test hook: a Wait gave up and is about to leave the queue
 }
 
 // New returns a hub for rdb. It opens no connection until the first Subscribe.
@@ -85,40 +94,50 @@ func New(rdb redis.UniversalClient, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newHub(be, opts.HealthCheckInterval), nil
+	return newHub(be, opts), nil
 }
 
-func newHub(be backend, interval time.Duration) *Hub {
+func newHub(be backend, opts Options) *Hub {
+	interval := opts.HealthCheckInterval
 	if interval <= 0 {
 		interval = defaultHealthCheckInterval
 	}
+	unclaimed := opts.Unclaimed
+	if unclaimed == nil {
+		unclaimed = func(string, string) {}
+	}
 	life, cancel := context.WithCancel(context.Background())
 	return &Hub{
-		be:       be,
-		interval: interval,
-		life:     life,
-		cancel:   cancel,
-		done:     make(chan struct{}),
-		io:       make(chan struct{}, 1),
-		entries:  map[string]*entry{},
-		conns:    map[string]*conn{},
+		be:        be,
+		interval:  interval,
+		unclaimed: unclaimed,
+		life:      life,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		io:        make(chan struct{}, 1),
+		entries:   map[string]*entry{},
+		conns:     map[string]*conn{},
 	}
 }
 
-// Subscribe takes a reference on channel and returns once Redis has confirmed
-// the subscription, so that whatever the caller checks after it returns, a
-// message published later reaches the subscription. When ctx ends first the
-// error satisfies errors.Is(err, ctx.Err()) and the reference is released.
-// After Close it returns ErrClosed.
-func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+// Subscribe takes a reference on channel, with a mailbox for the messages
+// addressed to id (a message "<id> <payload>" is addressed to id), and
+// returns once Redis has confirmed the subscription, so that whatever the
+// caller checks after it returns, a message published later reaches the
+// subscription. An empty id takes a reference with no mailbox, which keeps
+// the channel subscribed. When ctx ends first the error satisfies
+// errors.Is(err, ctx.Err()) and the reference is released. After Close it
+// returns ErrClosed.
+func (h *Hub) Subscribe(ctx context.Context, channel, id string) (*Subscription, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	e, err := h.ref(ctx, channel)
+	s := &Subscription{hub: h, id: id, signal: make(chan struct{}, 1)}
+	e, err := h.ref(ctx, channel, s)
 	if err != nil {
 		return nil, err
 	}
-	s := &Subscription{hub: h, entry: e}
+	s.entry = e
 	if err := h.awaitConfirmed(ctx, e); err != nil {
 		s.Close()
 		return nil, err
@@ -130,7 +149,13 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 func (h *Hub) Channels() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.entries)
+	n := 0
+	for _, e := range h.entries {
+		if e.refs > 0 {
+			n++ // an entry without references is being unsubscribed
+		}
+	}
+	return n
 }
 
 // Close wakes every waiter with ErrClosed, closes the connections and waits
@@ -161,9 +186,10 @@ func (h *Hub) Close() error {
 	return nil
 }
 
-// ref takes a reference on channel, subscribing it when it is the first.
-func (h *Hub) ref(ctx context.Context, channel string) (*entry, error) {
-	if e, err := h.refExisting(channel); e != nil || err != nil {
+// ref takes a reference on channel for s, subscribing it when it is the
+// first.
+func (h *Hub) ref(ctx context.Context, channel string, s *Subscription) (*entry, error) {
+	if e, err := h.refExisting(channel, s); e != nil || err != nil {
 		return e, err
 	}
 	if err := h.lockIO(ctx); err != nil {
@@ -171,31 +197,46 @@ func (h *Hub) ref(ctx context.Context, channel string) (*entry, error) {
 	}
 	defer h.unlockIO()
 	// Another Subscribe may have created the entry while this one waited.
-	if e, err := h.refExisting(channel); e != nil || err != nil {
+	if e, err := h.refExisting(channel, s); e != nil || err != nil {
 		return e, err
 	}
 	key, err := h.be.route(ctx, channel)
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{channel: channel, refs: 1, ready: make(chan struct{})}
+	e := &entry{channel: channel, ready: make(chan struct{}), mailbox: map[string]*Subscription{}}
+	h.mu.Lock()
+	e.add(s)
+	h.mu.Unlock()
 	h.subscribeVia(e, key)
 	return e, nil
 }
 
-// refExisting adds a reference to channel's entry if there is one. No command
-// is needed for that, so it does not wait for io.
-func (h *Hub) refExisting(channel string) (*entry, error) {
+// refExisting adds s to channel's entry if there is one. No command is
+// needed for that, so it does not wait for io.
+func (h *Hub) refExisting(channel string, s *Subscription) (*entry, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, ErrClosed
 	}
 	e := h.entries[channel]
-	if e != nil {
-		e.refs++
+	if e == nil {
+		return nil, nil
 	}
+	if s.id != "" && e.mailbox[s.id] != nil {
+		return nil, ErrDuplicateID
+	}
+	e.add(s)
 	return e, nil
+}
+
+// add takes a reference for s. h.mu is held.
+func (e *entry) add(s *Subscription) {
+	e.refs++
+	if s.id != "" {
+		e.mailbox[s.id] = s
+	}
 }
 
 // subscribeVia serves e on the connection for key, creating it if needed, and
@@ -226,46 +267,62 @@ func (h *Hub) subscribeVia(e *entry, key string) {
 	}
 }
 
-// release drops a reference to e; the last one unsubscribes the channel.
-func (h *Hub) release(e *entry) {
-	if h.releaseShared(e) {
-		return
-	}
-	// Possibly the last reference: the command must be ordered with the others.
-	if h.lockIO(context.Background()) == nil {
-		defer h.unlockIO()
-	}
+// release drops s's reference and mailbox, handing back what it never
+// took. The last reference unsubscribes the channel, in the background: the
+// command may wait behind a reconnect that holds io, or behind go-redis's
+// PubSub mutex while its reader redials, and a caller giving up on a wait
+// must not wait for that.
+func (h *Hub) release(s *Subscription) {
+	e := s.entry
 	h.mu.Lock()
-	e.unref()
-	last := e.refs == 0
-	if last {
-		delete(h.entries, e.channel)
+	if s.id != "" && e.mailbox[s.id] == s {
+		delete(e.mailbox, s.id)
 	}
-	// A closed hub sends nothing, and lockIO fails only when it is closed.
-	send := last && !h.closed
+	var untaken []string
+	for _, d := range s.mail {
+		if !d.Resync {
+			untaken = append(untaken, s.id+" "+d.Payload)
+		}
+	}
+	s.mail = nil
+	e.refs--
+	last := e.refs == 0 && !h.closed
+	if last {
+		h.wg.Add(1) // under mu while not closed: Close's Wait comes after
+	}
+	h.mu.Unlock()
+	for _, msg := range untaken {
+		h.unclaimed(e.channel, msg)
+	}
+	if last {
+		go func() {
+			defer h.wg.Done()
+			h.unsubscribeIfUnused(e)
+		}()
+	}
+}
+
+// unsubscribeIfUnused unsubscribes e's channel, unless a Subscribe took a
+// new reference since the last one was dropped: then it stays, and the new
+// reference finds it subscribed.
+func (h *Hub) unsubscribeIfUnused(e *entry) {
+	if h.lockIO(h.life) != nil {
+		return // closed: the connections are closed with the hub
+	}
+	defer h.unlockIO()
+	h.mu.Lock()
+	send := e.refs == 0 && h.entries[e.channel] == e && !h.closed
 	c := e.conn
 	if send {
+		delete(h.entries, e.channel)
 		c.count(e.channel, pending{unsubs: 1})
 	}
 	h.mu.Unlock()
-
 	if send {
 		if err := h.be.unsubscribe(c.ps, h.life, e.channel); err != nil {
 			_ = c.ps.Close()
 		}
 	}
-}
-
-// releaseShared drops a reference that is not the last one, which needs no
-// command and so does not wait behind a reconnect holding io.
-func (h *Hub) releaseShared(e *entry) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if e.refs <= 1 {
-		return false
-	}
-	e.unref()
-	return true
 }
 
 // awaitConfirmed blocks until e is confirmed by Redis.

@@ -35,12 +35,12 @@ func TestSubscribeReturnsConfirmed(t *testing.T) {
 	})
 }
 
-func TestPublishWakesWaiter(t *testing.T) {
+func TestMessageReachesItsAddressee(t *testing.T) {
 	forModes(t, func(t *testing.T, f *fixture) {
 		s := f.subscribe(t, "wake")
-		res := queuedWait(t, testCtx(t), s, 1)
-		require.EqualValues(t, 1, f.publish(t, "wake"))
-		require.NoError(t, result(t, res))
+		res := asyncWait(testCtx(t), s)
+		require.EqualValues(t, 1, f.send(t, s))
+		require.Equal(t, result{d: Delivery{Payload: "hi"}}, await(t, res))
 	})
 }
 
@@ -49,7 +49,7 @@ func TestWaitTimesOut(t *testing.T) {
 	s := f.subscribe(t, "timeout")
 	const timeout = 150 * time.Millisecond
 	start := time.Now()
-	err := s.Wait(testCtx(t), timeout)
+	_, err := s.Wait(testCtx(t), timeout)
 	elapsed := time.Since(start)
 	require.ErrorIs(t, err, ErrWaitTimeout)
 	require.GreaterOrEqual(t, elapsed, timeout)
@@ -60,30 +60,30 @@ func TestWaitHonoursContext(t *testing.T) {
 	f := newFixture(t, Classic)
 	s := f.subscribe(t, "ctx")
 	ctx, cancel := context.WithCancel(context.Background())
-	res := queuedWait(t, ctx, s, 1)
+	res := asyncWait(ctx, s)
 	cancel()
-	require.ErrorIs(t, result(t, res), context.Canceled)
-	awaitWaiters(t, f.hub, "ctx", 0) // it left the queue
+	require.ErrorIs(t, await(t, res).err, context.Canceled)
 
-	_, err := f.hub.Subscribe(ctx, "other")
+	_, err := f.hub.Subscribe(ctx, "other", "")
 	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestCloseWakesWaitersAndEndsTheHub(t *testing.T) {
 	f := newFixture(t, Classic)
-	var results []<-chan error
+	var results []<-chan result
 	for i := range 3 {
 		s := f.subscribe(t, fmt.Sprint("close-", i))
-		results = append(results, queuedWait(t, testCtx(t), s, 1))
+		results = append(results, asyncWait(testCtx(t), s))
 	}
 	s := f.subscribe(t, "close-0")
 
 	require.NoError(t, f.hub.Close())
 	for _, res := range results {
-		require.ErrorIs(t, result(t, res), ErrClosed)
+		require.ErrorIs(t, await(t, res).err, ErrClosed)
 	}
-	require.ErrorIs(t, s.Wait(testCtx(t), time.Second), ErrClosed)
-	_, err := f.hub.Subscribe(testCtx(t), "late")
+	_, err := s.Wait(testCtx(t), time.Second)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = f.hub.Subscribe(testCtx(t), "late", "")
 	require.ErrorIs(t, err, ErrClosed)
 	require.NoError(t, f.hub.Close(), "Close is idempotent")
 	require.Eventually(t, func() bool { return f.pubsubClients(t) == 0 }, settle, 10*time.Millisecond)
@@ -100,11 +100,12 @@ func TestRefCounting(t *testing.T) {
 		a.Close() // idempotent: must not drop b's reference
 		require.Equal(t, 1, f.hub.Channels(), "b still holds the channel")
 		require.EqualValues(t, 1, f.numsub(t, "ref"))
-		require.ErrorIs(t, a.Wait(testCtx(t), time.Second), ErrSubscriptionClosed)
+		_, err := a.Wait(testCtx(t), time.Second)
+		require.ErrorIs(t, err, ErrSubscriptionClosed)
 
-		b.Close()
-		require.Zero(t, f.hub.Channels())
-		require.Eventually(t, func() bool { return f.numsub(t, "ref") == 0 }, settle, 10*time.Millisecond)
+		b.Close() // the UNSUBSCRIBE goes out in the background
+		require.Eventually(t, func() bool { return f.hub.Channels() == 0 && f.numsub(t, "ref") == 0 },
+			settle, 10*time.Millisecond)
 
 		f.subscribe(t, "ref") // subscribe again after unsubscribe
 		require.EqualValues(t, 1, f.numsub(t, "ref"))
@@ -123,7 +124,7 @@ func TestOneConnectionForAllChannels(t *testing.T) {
 
 	before := f.dials(t)
 	for range 20 {
-		s, err := f.hub.Subscribe(testCtx(t), "churn")
+		s, err := f.hub.Subscribe(testCtx(t), "churn", "")
 		require.NoError(t, err)
 		s.Close()
 	}
@@ -136,10 +137,10 @@ func TestIdleConnectionIsKept(t *testing.T) {
 	f := newFixture(t, Classic)
 	s := f.subscribe(t, "idle")
 	before := f.dials(t)
-	res := queuedWait(t, testCtx(t), s, 1)
+	res := asyncWait(testCtx(t), s)
 	select {
-	case err := <-res:
-		t.Fatalf("Wait returned %v on an idle, healthy connection", err)
+	case r := <-res:
+		t.Fatalf("Wait returned %+v on an idle, healthy connection", r)
 	case <-time.After(6 * testInterval):
 	}
 	require.Equal(t, before, f.dials(t))
@@ -153,7 +154,7 @@ func TestSubscribeWaitsForConfirmation(t *testing.T) {
 	f.srv.Pause()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := f.hub.Subscribe(ctx, "second")
+	_, err := f.hub.Subscribe(ctx, "second", "")
 	f.srv.Resume()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, 1, f.hub.Channels(), "a failed Subscribe keeps no reference")
@@ -169,7 +170,7 @@ func TestChurnKeepsServerStateRight(t *testing.T) {
 		for range 4 {
 			go func() {
 				for range 50 {
-					s, err := f.hub.Subscribe(testCtx(t), "churn")
+					s, err := f.hub.Subscribe(testCtx(t), "churn", "")
 					if err != nil {
 						errs <- err
 						return
@@ -184,17 +185,17 @@ func TestChurnKeepsServerStateRight(t *testing.T) {
 		}
 		s := f.subscribe(t, "churn")
 		require.EqualValues(t, 1, f.numsub(t, "churn"))
-		res := queuedWait(t, testCtx(t), s, 1)
-		f.publish(t, "churn")
-		require.NoError(t, result(t, res))
+		res := asyncWait(testCtx(t), s)
+		f.send(t, s)
+		require.NoError(t, await(t, res).err)
 	})
 }
 
 func TestRouteErrorFailsSubscribe(t *testing.T) {
 	boom := errors.New("no route")
-	h := newHub(backend{route: func(context.Context, string) (string, error) { return "", boom }}, 0)
+	h := newHub(backend{route: func(context.Context, string) (string, error) { return "", boom }}, Options{})
 	defer h.Close()
-	_, err := h.Subscribe(testCtx(t), "ch")
+	_, err := h.Subscribe(testCtx(t), "ch", "")
 	require.ErrorIs(t, err, boom)
 	require.Zero(t, h.Channels())
 }

@@ -31,6 +31,7 @@ type fixture struct {
 	admin *redis.Client
 	hub   *Hub
 	mode  Mode
+	ids   int // subscriptions made, for their IDs
 }
 
 func newFixture(t *testing.T, mode Mode) *fixture {
@@ -70,23 +71,31 @@ func testCtx(t *testing.T) context.Context {
 
 func (f *fixture) subscribe(t *testing.T, channel string) *Subscription {
 	t.Helper()
-	s, err := f.hub.Subscribe(testCtx(t), channel)
+	f.ids++
+	s, err := f.hub.Subscribe(testCtx(t), channel, fmt.Sprint("s", f.ids))
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return s
 }
 
-// publish sends one message and returns how many server-side subscribers got it.
-func (f *fixture) publish(t *testing.T, channel string) int64 {
+// publish sends msg on channel and returns how many server-side subscribers
+// got it.
+func (f *fixture) publish(t *testing.T, channel, msg string) int64 {
 	t.Helper()
 	ctx := testCtx(t)
-	cmd := f.admin.Publish(ctx, channel, "x")
+	cmd := f.admin.Publish(ctx, channel, msg)
 	if f.mode == Sharded {
-		cmd = f.admin.SPublish(ctx, channel, "x")
+		cmd = f.admin.SPublish(ctx, channel, msg)
 	}
 	n, err := cmd.Result()
 	require.NoError(t, err)
 	return n
+}
+
+// send publishes a message addressed to s, with payload "hi".
+func (f *fixture) send(t *testing.T, s *Subscription) int64 {
+	t.Helper()
+	return f.publish(t, s.Channel(), s.ID()+" hi")
 }
 
 // numsub is the server's count of connections subscribed to channel.
@@ -140,45 +149,41 @@ func (f *fixture) killPubSub(t *testing.T) {
 	require.NoError(t, f.admin.Do(testCtx(t), "CLIENT", "KILL", "TYPE", "pubsub").Err())
 }
 
-// queuedWait runs Wait in a goroutine and returns once queued Waits (this one
-// included) block on the channel. The result of Wait arrives on the channel.
-func queuedWait(t *testing.T, ctx context.Context, s *Subscription, queued int) <-chan error {
-	t.Helper()
-	res := make(chan error, 1)
-	go func() { res <- s.Wait(ctx, 15*time.Second) }()
-	awaitWaiters(t, s.hub, s.Channel(), queued)
+// asyncWait runs Wait in a goroutine; its delivery and error arrive on the
+// channels.
+func asyncWait(ctx context.Context, s *Subscription) <-chan result {
+	res := make(chan result, 1)
+	go func() {
+		d, err := s.Wait(ctx, 15*time.Second)
+		res <- result{d, err}
+	}()
 	return res
 }
 
-// result returns the result of an asynchronous Wait, failing after settle.
-func result(t *testing.T, res <-chan error) error {
+// result is what a Wait returned.
+type result struct {
+	d   Delivery
+	err error
+}
+
+// await returns the result of an asynchronous Wait, failing after settle.
+func await(t *testing.T, res <-chan result) result {
 	t.Helper()
 	select {
-	case err := <-res:
-		return err
+	case r := <-res:
+		return r
 	case <-time.After(settle):
 		t.Fatal("Wait did not return")
-		return nil
+		return result{}
 	}
 }
 
 // requireBlocked fails if an asynchronous Wait returns within grace.
-func requireBlocked(t *testing.T, res <-chan error) {
+func requireBlocked(t *testing.T, res <-chan result) {
 	t.Helper()
 	select {
-	case err := <-res:
-		t.Fatalf("Wait returned %v; it should still block", err)
+	case r := <-res:
+		t.Fatalf("Wait returned %+v; it should still block", r)
 	case <-time.After(grace):
 	}
-}
-
-// awaitWaiters waits until n Waits are queued on channel.
-func awaitWaiters(t *testing.T, h *Hub, channel string, n int) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		e := h.entries[channel]
-		return e != nil && len(e.waiters) == n
-	}, settle, 5*time.Millisecond)
 }

@@ -9,26 +9,42 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// requireRestored proves the subscription on channel works again: a new Wait
-// is woken by a new message.
+// requireRestored proves the subscription on channel works again: a new
+// message reaches it.
 func requireRestored(t *testing.T, f *fixture, s *Subscription) {
 	t.Helper()
-	res := queuedWait(t, testCtx(t), s, 1)
-	require.EqualValues(t, 1, f.publish(t, s.Channel()))
-	require.NoError(t, result(t, res))
+	require.EqualValues(t, 1, f.send(t, s))
+	requirePayload(t, s)
 }
 
+// requirePayload waits for the payload "hi" on s, past any resyncs: a
+// subscription that lived through moves may have several queued.
+func requirePayload(t *testing.T, s *Subscription) {
+	t.Helper()
+	for {
+		d, err := s.Wait(testCtx(t), settle)
+		require.NoError(t, err)
+		if !d.Resync {
+			require.Equal(t, "hi", d.Payload)
+			return
+		}
+	}
+}
+
+var resync = result{d: Delivery{Resync: true}}
+
 // Messages published while the connection was down are lost, so once the
-// subscription is back every waiter wakes, and a reference that was not
-// waiting finds a permit.
-func TestKilledConnectionWakesEveryone(t *testing.T) {
+// subscription is back every subscription gets a resync, waiting or not.
+func TestKilledConnectionResyncsEveryone(t *testing.T) {
 	forModes(t, func(t *testing.T, f *fixture) {
 		waiting, idle := f.subscribe(t, "kill"), f.subscribe(t, "kill")
-		res := queuedWait(t, testCtx(t), waiting, 1)
+		res := asyncWait(testCtx(t), waiting)
 
 		f.killPubSub(t)
-		require.NoError(t, result(t, res))
-		require.NoError(t, idle.Wait(testCtx(t), grace), "the idle reference has a permit")
+		require.Equal(t, resync, await(t, res))
+		d, err := idle.Wait(testCtx(t), grace)
+		require.NoError(t, err)
+		require.True(t, d.Resync, "the idle subscription has its resync")
 		require.EqualValues(t, 1, f.numsub(t, "kill"))
 		requireRestored(t, f, waiting)
 	})
@@ -39,18 +55,18 @@ func TestKilledConnectionWakesEveryone(t *testing.T) {
 func TestServerRestart(t *testing.T) {
 	f := newFixture(t, Classic)
 	s := f.subscribe(t, "restart")
-	res := queuedWait(t, testCtx(t), s, 1)
+	res := asyncWait(testCtx(t), s)
 
 	f.srv.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := f.hub.Subscribe(ctx, "during-gap")
+	_, err := f.hub.Subscribe(ctx, "during-gap", "")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, 1, f.hub.Channels())
 	requireBlocked(t, res) // nothing is confirmed yet, so nobody may retry
 
 	f.srv.Restart()
-	require.NoError(t, result(t, res))
+	require.Equal(t, resync, await(t, res))
 	requireRestored(t, f, s)
 	f.subscribe(t, "during-gap")
 	require.EqualValues(t, 1, f.numsub(t, "during-gap"))
@@ -61,7 +77,7 @@ func TestServerRestart(t *testing.T) {
 func TestHealthCheckReplacesSilentConnection(t *testing.T) {
 	f := newFixture(t, Classic)
 	s := f.subscribe(t, "silent")
-	res := queuedWait(t, testCtx(t), s, 1)
+	res := asyncWait(testCtx(t), s)
 
 	f.srv.Pause()
 	// Resume only once the health check has given the connection up, so
@@ -72,7 +88,7 @@ func TestHealthCheckReplacesSilentConnection(t *testing.T) {
 		return !f.hub.entries["silent"].confirmed
 	}, settle, 10*time.Millisecond, "the silent connection is given up while the server is paused")
 	f.srv.Resume()
-	require.NoError(t, result(t, res))
+	require.Equal(t, resync, await(t, res))
 	requireRestored(t, f, s)
 	require.Eventually(t, func() bool { return f.pubsubClients(t) == 1 }, settle, 10*time.Millisecond)
 }
@@ -91,7 +107,7 @@ func TestRoutedConnections(t *testing.T) {
 		defer mu.Unlock()
 		return routes[channel], nil
 	}
-	f.hub = newHub(be, testInterval)
+	f.hub = newHub(be, Options{HealthCheckInterval: testInterval})
 	t.Cleanup(func() { require.NoError(t, f.hub.Close()) })
 
 	a1, b1 := f.subscribe(t, "a1"), f.subscribe(t, "b1")
@@ -111,7 +127,9 @@ func TestRoutedConnections(t *testing.T) {
 	}, settle, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return f.pubsubClients(t) == 1 }, settle, 10*time.Millisecond)
 	for _, s := range []*Subscription{a1, b1} {
-		require.NoError(t, s.Wait(testCtx(t), grace), "a permit for the reference not waiting")
+		d, err := s.Wait(testCtx(t), grace)
+		require.NoError(t, err)
+		require.True(t, d.Resync, "a resync for the subscription not waiting")
 		requireRestored(t, f, s)
 	}
 }
@@ -119,11 +137,11 @@ func TestRoutedConnections(t *testing.T) {
 // Close ends the reconnect loop of a hub whose server is gone.
 func TestCloseDuringOutage(t *testing.T) {
 	f := newFixture(t, Classic)
-	res := queuedWait(t, testCtx(t), f.subscribe(t, "outage"), 1)
+	res := asyncWait(testCtx(t), f.subscribe(t, "outage"))
 	f.srv.Stop()
 	time.Sleep(3 * minBackoff) // let the reader fall into its reconnect back-off
 	start := time.Now()
 	require.NoError(t, f.hub.Close())
 	require.Less(t, time.Since(start), time.Second)
-	require.ErrorIs(t, result(t, res), ErrClosed)
+	require.ErrorIs(t, await(t, res).err, ErrClosed)
 }

@@ -2,37 +2,51 @@ package notify
 
 import (
 	"context"
-	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
 
-// Subscription is one reference to a channel of a Hub. Wait blocks until a
-// message on the channel wakes it. Close it when done; the last reference to
-// leave a channel unsubscribes it.
+// Delivery is what a Subscription receives.
+type Delivery struct {
+	// Payload is the message addressed to the subscription, less its
+	// address. Empty for a resync.
+	Payload string
+	// Resync reports that the channel was subscribed again after the
+	// connection was lost or moved: messages published meanwhile reached
+	// nobody, so whatever the subscriber was waiting for must be checked at
+	// the source.
+	Resync bool
+}
+
+// Subscription is one reference to a channel of a Hub, and the mailbox of
+// the messages addressed to its ID. Close it when done; the last reference
+// to leave a channel unsubscribes it.
 type Subscription struct {
 	hub    *Hub
 	entry  *entry
+	id     string
 	closed atomic.Bool
+
+	// Guarded by the hub's mu.
+	mail   []Delivery    // delivered, not yet taken by Wait
+	signal chan struct{} // buffered by one: mail is not empty
 }
 
 // Channel returns the name of the channel.
 func (s *Subscription) Channel() string { return s.entry.channel }
 
-// Wait blocks until the first of: a wake-up (a message on the channel, or the
-// subscription being confirmed again after a reconnect), which returns nil;
-// timeout elapsing, which returns ErrWaitTimeout (timeout <= 0 means none);
-// ctx ending, which returns ctx.Err(); the hub closing, which returns
-// ErrClosed. A wake-up that arrived while nobody waited is kept, so Wait then
-// returns nil at once.
-func (s *Subscription) Wait(ctx context.Context, timeout time.Duration) error {
+// ID returns the address the subscription receives messages for.
+func (s *Subscription) ID() string { return s.id }
+
+// Wait returns the next delivery: a message addressed to this subscription,
+// or a resync. Deliveries that came while nobody waited are kept, in order,
+// so Wait then returns at once. It returns ErrWaitTimeout when timeout
+// elapses first (timeout <= 0 means none), ctx.Err() when ctx ends,
+// ErrClosed when the hub closes, and ErrSubscriptionClosed after Close.
+func (s *Subscription) Wait(ctx context.Context, timeout time.Duration) (Delivery, error) {
 	if err := ctx.Err(); err != nil {
-		return err
-	}
-	h := s.hub
-	wake, err := h.enqueue(s)
-	if wake == nil {
-		return err
+		return Delivery{}, err
 	}
 	var expired <-chan time.Time
 	if timeout > 0 {
@@ -40,59 +54,64 @@ func (s *Subscription) Wait(ctx context.Context, timeout time.Duration) error {
 		defer t.Stop()
 		expired = t.C
 	}
-	select {
-	case <-wake:
-		return nil
-	case <-h.done:
-		return ErrClosed
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-expired:
-		err = ErrWaitTimeout
+	h := s.hub
+	for {
+		if d, ok, err := h.take(s); ok || err != nil {
+			return d, err
+		}
+		select {
+		case <-s.signal:
+		case <-h.done:
+			return Delivery{}, ErrClosed
+		case <-ctx.Done():
+			return Delivery{}, ctx.Err()
+		case <-expired:
+			return Delivery{}, ErrWaitTimeout
+		}
 	}
-	if h.onAbandon != nil {
-		h.onAbandon()
-	}
-	h.abandon(s.entry, wake)
-	return err
 }
 
-// Close drops the reference. It is idempotent.
+// Close drops the reference and the mailbox. Messages delivered to it and
+// never taken go to the hub's Unclaimed handler: whatever they offered is
+// handed back. It returns at once; an unsubscribe it causes is sent in the
+// background, bounded by the hub's Close. It is idempotent.
 func (s *Subscription) Close() {
 	if s.closed.CompareAndSwap(false, true) {
-		s.hub.release(s.entry)
+		s.hub.release(s)
 	}
 }
 
-// enqueue takes a stored permit, returning a nil channel and a nil error, or
-// queues a new waiter and returns the channel that wakes it.
-func (h *Hub) enqueue(s *Subscription) (chan struct{}, error) {
+// take pops the oldest delivery of s. ok is false when there is none.
+func (h *Hub) take(s *Subscription) (d Delivery, ok bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case h.closed:
-		return nil, ErrClosed
+		return Delivery{}, false, ErrClosed
 	case s.closed.Load():
-		return nil, ErrSubscriptionClosed
-	case s.entry.permits > 0:
-		s.entry.permits--
-		return nil, nil
+		return Delivery{}, false, ErrSubscriptionClosed
+	case len(s.mail) == 0:
+		return Delivery{}, false, nil
 	}
-	wake := make(chan struct{}, 1)
-	s.entry.waiters = append(s.entry.waiters, wake)
-	return wake, nil
+	d = s.mail[0]
+	s.mail = s.mail[1:]
+	return d, true, nil
 }
 
-// abandon removes a waiter that gave up. If it had already been picked, the
-// wake-up it did not take passes on, so that it is never lost.
-func (h *Hub) abandon(e *entry, wake chan struct{}) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if i := slices.Index(e.waiters, wake); i >= 0 {
-		e.waiters = slices.Delete(e.waiters, i, i+1)
-		return
+// deliver puts d into s's mailbox. h.mu is held.
+func (s *Subscription) deliver(d Delivery) {
+	s.mail = append(s.mail, d)
+	select {
+	case s.signal <- struct{}{}:
+	default:
 	}
-	e.wakeOne()
+}
+
+// address splits a message into the ID it is addressed to (the text before
+// the first space) and its payload.
+func address(msg string) (id, payload string) {
+	id, payload, _ = strings.Cut(msg, " ")
+	return id, payload
 }
 
 // entry is the hub's state for one referenced channel. The hub's mu guards it.
@@ -102,34 +121,24 @@ type entry struct {
 	refs      int
 	confirmed bool
 	ready     chan struct{} // closed once confirmed; replaced when the subscription is lost
-	// wakeAll is set when a confirmed subscription was lost: messages may have
-	// been missed, so its next confirmation wakes everybody.
-	wakeAll bool
+	// resync is set when a confirmed subscription was lost: messages may
+	// have been missed, so its next confirmation resyncs every mailbox.
+	resync bool
 	// moving is set while the server no longer serves the channel on conn
 	// (its slot moved) and it waits to be subscribed on the new master.
 	moving  bool
-	permits int             // wake-ups kept for the next Wait calls, at most refs
-	waiters []chan struct{} // first in, first woken; each buffered by one
+	mailbox map[string]*Subscription // by ID; subscriptions without an ID have none
 }
 
-// wakeOne hands one wake-up to the longest waiter, or keeps it as a permit.
-func (e *entry) wakeOne() {
-	if len(e.waiters) == 0 {
-		e.permits = min(e.permits+1, e.refs)
-		return
+// route hands a message to the mailbox it is addressed to. It returns the
+// message back when no mailbox claims it.
+func (e *entry) route(msg string) (unclaimed bool) {
+	id, payload := address(msg)
+	if s := e.mailbox[id]; s != nil {
+		s.deliver(Delivery{Payload: payload})
+		return false
 	}
-	e.waiters[0] <- struct{}{}
-	e.waiters = e.waiters[1:]
-}
-
-// wakeEveryone wakes every waiter and gives every other reference a permit:
-// those may have checked before the subscription was back, and must check again.
-func (e *entry) wakeEveryone() {
-	for _, w := range e.waiters {
-		w <- struct{}{}
-	}
-	e.permits = max(e.refs-len(e.waiters), 0)
-	e.waiters = nil
+	return true
 }
 
 // confirm records Redis's confirmation of the subscription.
@@ -138,9 +147,11 @@ func (e *entry) confirm() {
 		e.confirmed = true
 		close(e.ready)
 	}
-	if e.wakeAll {
-		e.wakeAll = false
-		e.wakeEveryone()
+	if e.resync {
+		e.resync = false
+		for _, s := range e.mailbox {
+			s.deliver(Delivery{Resync: true})
+		}
 	}
 }
 
@@ -149,7 +160,7 @@ func (e *entry) confirm() {
 func (e *entry) lose() {
 	if e.confirmed {
 		e.confirmed = false
-		e.wakeAll = true
+		e.resync = true
 		e.ready = make(chan struct{})
 	}
 }
@@ -163,9 +174,4 @@ func (e *entry) move() bool {
 	e.lose()
 	e.moving = true
 	return true
-}
-
-func (e *entry) unref() {
-	e.refs--
-	e.permits = min(e.permits, e.refs)
 }

@@ -9,84 +9,102 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// One message wakes one waiter; n messages wake n.
-func TestMessageWakesExactlyOne(t *testing.T) {
-	f := newFixture(t, Classic)
-	const waiters = 20
-	results := make(chan error, waiters)
-	for range waiters {
-		s := f.subscribe(t, "one")
-		go func() { results <- s.Wait(testCtx(t), 10*time.Second) }()
-	}
-	awaitWaiters(t, f.hub, "one", waiters)
-
-	woken := func(n int) {
-		t.Helper()
-		for range n {
-			require.NoError(t, result(t, results))
-		}
-		requireBlocked(t, results)
-	}
-	f.publish(t, "one")
-	woken(1)
-	for range 5 {
-		f.publish(t, "one")
-	}
-	woken(5)
-	require.NoError(t, f.hub.Close())
-	for range waiters - 6 {
-		require.ErrorIs(t, result(t, results), ErrClosed)
-	}
-}
-
-// A message that finds nobody waiting is kept for the next Wait, but no more
-// permits are kept than there are references.
-func TestMessageWithoutWaiterIsKept(t *testing.T) {
+// A message goes to the subscription it names, and to no other.
+func TestMessageGoesOnlyToItsAddressee(t *testing.T) {
 	forModes(t, func(t *testing.T, f *fixture) {
-		s := f.subscribe(t, "kept")
-		f.subscribe(t, "marker")
-		for range 3 {
-			f.publish(t, "kept")
+		subs := []*Subscription{f.subscribe(t, "addr"), f.subscribe(t, "addr"), f.subscribe(t, "addr")}
+		results := make([]<-chan result, len(subs))
+		for i, s := range subs {
+			results[i] = asyncWait(testCtx(t), s)
 		}
-		// One connection delivers in order: once the marker is in, all are.
-		f.publish(t, "marker")
-		require.Eventually(t, func() bool {
-			f.hub.mu.Lock()
-			defer f.hub.mu.Unlock()
-			return f.hub.entries["marker"].permits == 1
-		}, settle, 5*time.Millisecond)
-
-		start := time.Now()
-		require.NoError(t, s.Wait(testCtx(t), 5*time.Second))
-		require.Less(t, time.Since(start), grace)
-		require.ErrorIs(t, s.Wait(testCtx(t), grace), ErrWaitTimeout)
+		require.EqualValues(t, 1, f.send(t, subs[1]), "one connection receives it")
+		require.Equal(t, result{d: Delivery{Payload: "hi"}}, await(t, results[1]))
+		requireBlocked(t, results[0])
+		requireBlocked(t, results[2])
 	})
 }
 
-// A waiter picked by a message just as it gives up passes the wake-up on.
-func TestAbandonedWakeUpPassesOn(t *testing.T) {
+// Messages that came while nobody waited are kept, in order, for the next
+// Waits.
+func TestDeliveriesAreKeptInOrder(t *testing.T) {
+	forModes(t, func(t *testing.T, f *fixture) {
+		s := f.subscribe(t, "kept")
+		for _, p := range []string{"1", "2", "3"} {
+			f.publish(t, "kept", s.ID()+" "+p)
+		}
+		for _, p := range []string{"1", "2", "3"} {
+			d, err := s.Wait(testCtx(t), settle)
+			require.NoError(t, err)
+			require.Equal(t, p, d.Payload)
+		}
+		_, err := s.Wait(testCtx(t), grace)
+		require.ErrorIs(t, err, ErrWaitTimeout)
+	})
+}
+
+// A message nobody claims goes back to the hub's owner: one addressed to no
+// subscription, and one left untaken in a subscription that closes.
+func TestUnclaimedMessagesAreHandedBack(t *testing.T) {
 	f := newFixture(t, Classic)
-	gaveUp, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once // only the first waiter is to give up: hold it there
-	f.hub.onAbandon = func() { once.Do(func() { close(gaveUp); <-resume }) }
-
-	first, second := f.subscribe(t, "pass"), f.subscribe(t, "pass")
-	ctx, cancel := context.WithCancel(context.Background())
-	firstRes := queuedWait(t, ctx, first, 1)
-	secondRes := queuedWait(t, testCtx(t), second, 2)
-
-	cancel()
-	select {
-	case <-gaveUp:
-	case <-time.After(settle):
-		t.Fatal("the first waiter did not give up")
+	var mu sync.Mutex
+	var back []string
+	be, err := newBackend(f.client(), Classic)
+	require.NoError(t, err)
+	f.hub = newHub(be, Options{HealthCheckInterval: testInterval, Unclaimed: func(channel, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		back = append(back, channel+": "+msg)
+	}})
+	t.Cleanup(func() { require.NoError(t, f.hub.Close()) })
+	handedBack := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), back...)
 	}
-	// The first waiter is still at the head of the queue: the message picks it.
-	f.publish(t, "pass")
-	awaitWaiters(t, f.hub, "pass", 1)
-	requireBlocked(t, secondRes)
-	close(resume)
 
-	require.ErrorIs(t, result(t, firstRes), context.Canceled)
-	require.NoError(t, result(t, secondRes))
+	s := f.subscribe(t, "grants")
+	f.publish(t, "grants", "nobody 42")
+	require.Eventually(t, func() bool { return len(handedBack()) == 1 }, settle, 5*time.Millisecond)
+	require.Equal(t, []string{"grants: nobody 42"}, handedBack())
+
+	f.send(t, s)
+	require.Eventually(t, func() bool {
+		f.hub.mu.Lock()
+		defer f.hub.mu.Unlock()
+		return len(s.mail) == 1
+	}, settle, 5*time.Millisecond)
+	s.Close()
+	require.Equal(t, []string{"grants: nobody 42", "grants: " + s.ID() + " hi"}, handedBack())
+
+	_, err = f.hub.Subscribe(testCtx(t), "grants", "dup")
+	require.NoError(t, err)
+	_, err = f.hub.Subscribe(testCtx(t), "grants", "dup")
+	require.ErrorIs(t, err, ErrDuplicateID)
+}
+
+// Closing the last subscription of a channel returns at once, even while
+// the connection is stuck: the UNSUBSCRIBE goes out in the background, and
+// the hub's Close waits for it.
+func TestCloseDoesNotWaitForTheUnsubscribe(t *testing.T) {
+	f := newFixture(t, Classic)
+	s := f.subscribe(t, "stuck")
+	f.hub.io <- struct{}{} // a reconnect holds io
+	start := time.Now()
+	s.Close()
+	require.Less(t, time.Since(start), grace, "Close waited for the connection")
+	require.EqualValues(t, 1, f.numsub(t, "stuck"), "not unsubscribed yet")
+	<-f.hub.io
+	require.Eventually(t, func() bool { return f.numsub(t, "stuck") == 0 }, settle, 5*time.Millisecond)
+
+	// A Subscribe between the Close and the UNSUBSCRIBE keeps the channel.
+	s = f.subscribe(t, "kept")
+	f.hub.io <- struct{}{}
+	s.Close()
+	again := f.subscribe(t, "kept")
+	<-f.hub.io
+	res := asyncWait(context.Background(), again)
+	time.Sleep(grace) // the background unsubscribe has run, and sent nothing
+	require.EqualValues(t, 1, f.numsub(t, "kept"))
+	f.send(t, again)
+	require.NoError(t, await(t, res).err)
 }

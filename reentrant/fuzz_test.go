@@ -42,7 +42,7 @@ func FuzzLockName(f *testing.F) {
 		}
 		require.Equal(t, prefix+"{"+name+"}", l.Hash)
 		want := slot.Of(name)
-		for _, k := range []string{l.Hash, l.Channel, l.Fence, l.RequestKey("r1")} {
+		for _, k := range []string{l.Hash, l.Fence, l.Queue, l.Waiters, l.Granted, l.RequestKey("r1")} {
 			require.Equal(t, want, slot.Of(k), "%q is not in the slot of %q", k, name)
 		}
 		runEveryScript(t, rdb, l)
@@ -56,20 +56,20 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Keys) {
 	ctx := context.Background()
 	require.NoError(t, rdb.FlushAll(ctx).Err())
 	const lease = time.Second
-	r, err := l.Acquire(ctx, rdb, "A", "r1", lease, 0)
+	r, err := l.Acquire(ctx, rdb, "A", "r1", lease, 0, Waiter{})
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.EqualValues(t, 1, r.HoldCount)
 	require.Positive(t, r.Token)
 	first := r.Token
-	r, err = l.Acquire(ctx, rdb, "A", "r1", lease, 0)
+	r, err = l.Acquire(ctx, rdb, "A", "r1", lease, 0, Waiter{})
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first}, r, "replayed")
-	r, err = l.AcquireNew(ctx, rdb, "B", lease)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first, Reported: true}, r, "replayed")
+	r, err = l.AcquireNew(ctx, rdb, "B", lease, Waiter{})
 	require.NoError(t, err)
 	require.False(t, r.Acquired)
 	require.Positive(t, r.HolderTTL)
-	r, err = l.Acquire(ctx, rdb, "A", "r2", lease, 0)
+	r, err = l.Acquire(ctx, rdb, "A", "r2", lease, 0, Waiter{})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, r.HoldCount)
 	errs := RenewAll(ctx, rdb, []Hold{{Keys: l, Owner: "A", Token: first}}, lease)
@@ -83,7 +83,7 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Keys) {
 	rel, err = l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "r4")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
-	r, err = l.AcquireNew(ctx, rdb, "B", lease)
+	r, err = l.AcquireNew(ctx, rdb, "B", lease, Waiter{})
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	held := currentToken(t, rdb, l)
@@ -157,13 +157,13 @@ func FuzzOperations(f *testing.F) {
 					acquires = append(acquires, req)
 				}
 				step += fmt.Sprintf("(%s,%s,%v)", req.owner, req.id, req.lease)
-				got, err := l.Acquire(ctx, rdb, req.owner, req.id, req.lease, 0)
+				got, err := l.Acquire(ctx, rdb, req.owner, req.id, req.lease, 0, Waiter{})
 				if want := m.acquire(req.owner, req.id, req.lease); err != nil || got != want {
 					fail("got %+v, %v; want %+v", got, err, want)
 				}
 			case opAcquireNew:
 				step += fmt.Sprintf("(%s,%v)", owner, lease)
-				got, err := l.AcquireNew(ctx, rdb, owner, lease)
+				got, err := l.AcquireNew(ctx, rdb, owner, lease, Waiter{})
 				if want := m.acquireNew(owner, lease); err != nil || got != want {
 					fail("got %+v, %v; want %+v", got, err, want)
 				}
@@ -267,7 +267,7 @@ func (m *model) acquire(owner, id string, lease time.Duration) AcquireResult {
 	case m.owner == owner:
 		// A remembered request replays while its owner holds the lock.
 		if r, ok := m.reqs[id]; ok {
-			return AcquireResult{Acquired: true, HoldCount: r.count, Token: uint64(r.token)}
+			return AcquireResult{Acquired: true, HoldCount: r.count, Token: uint64(r.token), Reported: true}
 		}
 		m.count++
 		m.ttl = max(m.ttl, lease)
@@ -286,7 +286,7 @@ func (m *model) acquire(owner, id string, lease time.Duration) AcquireResult {
 func (m *model) acquireNew(owner string, lease time.Duration) AcquireResult {
 	switch {
 	case m.owner == owner:
-		return AcquireResult{Acquired: true, HoldCount: m.count, Token: m.fence}
+		return AcquireResult{Acquired: true, HoldCount: m.count, Token: m.fence, Reported: true}
 	case m.owner != "":
 		return AcquireResult{HolderTTL: m.ttl}
 	}

@@ -30,9 +30,13 @@ var ErrInvalidPrefix = errors.New("reentrant: invalid key prefix")
 type Namespace struct {
 	// Prefix starts every key; empty means DefaultPrefix.
 	Prefix string
-	// Sharded publishes releases with SPUBLISH (Redis 7 sharded pub/sub)
-	// instead of PUBLISH.
+	// Sharded publishes grants with SPUBLISH (Redis 7 sharded pub/sub)
+	// instead of PUBLISH, on channels in the lock's slot.
 	Sharded bool
+	// Cluster says the server is a cluster. With PUBLISH there, a grant's
+	// receiver count is only this node's, so it cannot tell a dead waiter
+	// from one listening on another node: every waiter is taken as live.
+	Cluster bool
 	// RequestTTL is how long request results are kept for replay; zero means
 	// DefaultRequestTTL.
 	RequestTTL time.Duration
@@ -47,12 +51,18 @@ type Keys struct {
 	Name string
 	// Hash is the key of the hash holding owner → hold count.
 	Hash string
-	// Channel is where a release that frees the lock publishes.
-	Channel string
 	// Fence is the key of the fencing-token counter.
 	Fence string
+	// Queue is the key of the list of waiting calls' IDs, oldest first.
+	Queue string
+	// Waiters is the key of the hash of waiter ID → what its grant needs.
+	Waiters string
+	// Granted is the key naming the last waiter granted the lock, and its
+	// token, so that a waiter that missed its grant message finds it.
+	Granted string
 
 	requestPrefix string
+	grantPrefix   string
 	publish       string
 	requestTTL    time.Duration
 }
@@ -87,21 +97,35 @@ func (ns Namespace) Keys(name string) (Keys, error) {
 	if ttl <= 0 {
 		ttl = DefaultRequestTTL
 	}
-	publish := "publish"
-	if ns.Sharded {
-		publish = "spublish"
-	}
 	hash := prefix + "{" + name + "}"
+	// On a single node, or with PUBLISH on a cluster, a client's grants of
+	// every lock share one channel, subscribed once for the client's
+	// lifetime. SPUBLISH must stay in the lock's slot: one channel per
+	// client and lock.
+	publish, grantPrefix := "publish", prefix+"grant:"
+	switch {
+	case ns.Sharded:
+		publish, grantPrefix = "spublish", hash+":grant:"
+	case ns.Cluster:
+		publish = "publish-cluster"
+	}
 	return Keys{
 		Name:          name,
 		Hash:          hash,
-		Channel:       hash + ":released",
 		Fence:         hash + ":fence",
+		Queue:         hash + ":queue",
+		Waiters:       hash + ":waiters",
+		Granted:       hash + ":granted",
 		requestPrefix: hash + ":req:",
+		grantPrefix:   grantPrefix,
 		publish:       publish,
 		requestTTL:    ttl,
 	}, nil
 }
+
+// GrantChannel is the channel on which client's waiters for this lock get
+// their grants. client must not contain a space.
+func (k Keys) GrantChannel(client string) string { return k.grantPrefix + client }
 
 // RequestKey is the key that remembers the result of request id.
 func (k Keys) RequestKey(id string) string { return k.requestPrefix + id }

@@ -44,14 +44,18 @@ func TestKeyLayout(t *testing.T) {
 	l, err := Namespace{}.Keys("orders")
 	require.NoError(t, err)
 	require.Equal(t, "baton:{orders}", l.Hash)
-	require.Equal(t, "baton:{orders}:released", l.Channel)
 	require.Equal(t, "baton:{orders}:fence", l.Fence)
+	require.Equal(t, "baton:{orders}:queue", l.Queue)
+	require.Equal(t, "baton:{orders}:waiters", l.Waiters)
+	require.Equal(t, "baton:{orders}:granted", l.Granted)
 	require.Equal(t, "baton:{orders}:req:abc", l.RequestKey("abc"))
+	require.Equal(t, "baton:grant:c1", l.GrantChannel("c1"), "one channel per client, whatever the lock")
 	require.Equal(t, "publish", l.publish)
 
 	l, err = Namespace{Prefix: "app:", Sharded: true}.Keys("orders")
 	require.NoError(t, err)
 	require.Equal(t, "app:{orders}", l.Hash)
+	require.Equal(t, "app:{orders}:grant:c1", l.GrantChannel("c1"), "in the lock's slot")
 	require.Equal(t, "spublish", l.publish)
 }
 
@@ -64,7 +68,9 @@ func TestDerivedKeysShareOneSlot(t *testing.T) {
 		l, err := Namespace{}.Keys(name)
 		require.NoError(t, err)
 		want := slot.Of(l.Hash)
-		for _, k := range []string{l.Channel, l.Fence, l.RequestKey("r1"), l.RequestKey(name)} {
+		sharded, err := Namespace{Sharded: true}.Keys(name)
+		require.NoError(t, err)
+		for _, k := range []string{l.Fence, l.Queue, l.Waiters, l.Granted, l.RequestKey("r1"), l.RequestKey(name), sharded.GrantChannel("c")} {
 			require.Equal(t, want, slot.Of(k), "%s vs %s", l.Hash, k)
 		}
 		require.Equal(t, slot.Of(name), want, "the tag is the lock name")

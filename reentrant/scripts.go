@@ -3,17 +3,23 @@ package reentrant
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
+	//go:embed lua/grant.lua
+	grantLua string
 	//go:embed lua/acquire.lua
 	acquireLua string
+	//go:embed lua/leave.lua
+	leaveLua string
 	//go:embed lua/release.lua
 	releaseLua string
 	//go:embed lua/renew.lua
@@ -24,16 +30,51 @@ var (
 	inspectLua string
 
 	// Scripts run by EVALSHA; redis.Script falls back to EVAL on NOSCRIPT.
-	acquireScript      = redis.NewScript(acquireLua)
-	releaseScript      = redis.NewScript(releaseLua)
+	// Those that can leave a lock free start with the baton pass.
+	acquireScript      = redis.NewScript(grantLua + acquireLua)
+	releaseScript      = redis.NewScript(grantLua + releaseLua)
+	forceReleaseScript = redis.NewScript(grantLua + forceReleaseLua)
+	leaveScript        = redis.NewScript(grantLua + leaveLua)
 	renewScript        = redis.NewScript(renewLua)
-	forceReleaseScript = redis.NewScript(forceReleaseLua)
 	inspectScript      = redis.NewScript(inspectLua)
 )
 
-// releaseMessage is the payload published when a lock is freed. Waiters only
-// need the wake-up; the payload carries nothing.
-const releaseMessage = "0"
+// Waiter is one call waiting in a lock's queue.
+type Waiter struct {
+	// ID names the waiter among the lock's waiters; it must not contain a
+	// space. Empty means the call does not queue.
+	ID string
+	// Channel is where its grant is published: Keys.GrantChannel of its
+	// client.
+	Channel string
+}
+
+// Grant is a grant message, as a waiter's client receives it.
+type Grant struct {
+	Waiter string // the waiter it is addressed to
+	Lock   string // the name of the lock it grants
+	Token  uint64 // the token of the hold it grants
+	Owner  string // the owner the hold was granted to
+}
+
+// ParseGrant reads a grant message: the waiter's ID, a space, and a JSON
+// object with the token (a string), the owner and the lock's hash key.
+func ParseGrant(msg string) (Grant, error) {
+	waiter, body, _ := strings.Cut(msg, " ")
+	var m struct {
+		Token string `json:"t"`
+		Owner string `json:"o"`
+		Hash  string `json:"k"`
+	}
+	err := json.Unmarshal([]byte(body), &m)
+	token, terr := strconv.ParseUint(m.Token, 10, 64)
+	// The name is the hash tag: the prefix cannot contain a brace.
+	from, to := strings.IndexByte(m.Hash, '{'), strings.LastIndexByte(m.Hash, '}')
+	if err != nil || terr != nil || waiter == "" || from < 0 || to <= from {
+		return Grant{}, fmt.Errorf("reentrant: not a grant message: %q", msg)
+	}
+	return Grant{Waiter: waiter, Lock: m.Hash[from+1 : to], Token: token, Owner: m.Owner}, nil
+}
 
 // ErrInvalidLease reports a lease that is not positive.
 var ErrInvalidLease = errors.New("reentrant: lease must be positive")
@@ -57,6 +98,10 @@ type AcquireResult struct {
 	// HoldGone reports that the hold a re-entry named by token no longer
 	// exists: nothing changed.
 	HoldGone bool
+	// Reported (when Acquired) says the hold was there before the call and
+	// the call changed nothing, its lease included: a replay, or a waiter
+	// finding the grant it was handed.
+	Reported bool
 }
 
 // ReleaseStatus says what a release did.
@@ -116,8 +161,14 @@ func leaseMillis(lease time.Duration) (int64, error) {
 // per logical attempt: a repeated call with the same ID replays the first
 // result while the owner still holds the lock. The lease is applied rounded
 // up to whole milliseconds, and re-entry never shortens the lease.
-func (k Keys) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64) (AcquireResult, error) {
-	return k.acquire(ctx, rdb, owner, requestID, lease, false, token)
+//
+// With a Waiter, a call that finds the lock held joins its queue (once,
+// however often it is repeated), and a free lock with a queue goes to the
+// queue's head, which may be this waiter. Repeating the call is how a
+// waiter checks whether it was granted the lock: it then reports the hold
+// without counting it again.
+func (k Keys) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64, w Waiter) (AcquireResult, error) {
+	return k.acquire(ctx, rdb, owner, requestID, lease, false, token, w)
 }
 
 // AcquireNew takes the lock for an owner ID made for this one call, which
@@ -125,27 +176,28 @@ func (k Keys) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 // come from an earlier run of this call (a resent command, or a retry after
 // a lost reply), and it is reported as it is instead of counted again. So
 // the common path needs no request key.
-func (k Keys) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration) (AcquireResult, error) {
-	return k.acquire(ctx, rdb, owner, "", lease, true, 0)
+func (k Keys) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration, w Waiter) (AcquireResult, error) {
+	return k.acquire(ctx, rdb, owner, "", lease, true, 0, w)
 }
 
-func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, token uint64) (AcquireResult, error) {
+func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, token uint64, w Waiter) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID)}
+	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Waiters, k.Granted}
 	isNew := "0"
 	if newOwner {
 		isNew = "1"
 	}
-	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew, formatToken(token)).Int64Slice()
+	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew,
+		formatToken(token), w.ID, w.Channel, k.publish).Int64Slice()
 	if err != nil {
 		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", k.Name, err)
 	}
 	switch {
-	case len(reply) == 3 && reply[0] == 1:
-		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2])}, nil
+	case (len(reply) == 3 || len(reply) == 4) && reply[0] == 1:
+		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2]), Reported: len(reply) == 4}, nil
 	case len(reply) == 2 && reply[0] == 0:
 		return AcquireResult{HolderTTL: time.Duration(reply[1]) * time.Millisecond}, nil
 	case len(reply) == 1 && reply[0] == -1:
@@ -156,11 +208,12 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 
 // Release leaves one of owner's holds on the hold of token; it reports
 // NotHeld, changing nothing, when owner does not hold the lock under that
-// token. The lease is left as it is. requestID makes a retried call replay
-// the first result.
+// token. The lease is left as it is. The last hold's release grants the
+// lock to the oldest live waiter, if any. requestID makes a retried call
+// replay the first result.
 func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
-	keys := []string{k.Hash, k.Channel, k.RequestKey(requestID), k.Fence}
-	n, err := releaseScript.Run(ctx, rdb, keys, owner, formatToken(token), k.requestTTL.Milliseconds(), k.publish, releaseMessage).Int64()
+	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Waiters, k.Granted}
+	n, err := releaseScript.Run(ctx, rdb, keys, owner, formatToken(token), k.requestTTL.Milliseconds(), k.publish).Int64()
 	if err != nil {
 		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", k.Name, err)
 	}
@@ -187,14 +240,28 @@ func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token
 	return n == 1, nil
 }
 
-// ForceRelease deletes the lock whoever holds it and wakes its waiters. It
-// returns the token of the hold it deleted, or 0 when the lock was free.
+// ForceRelease deletes the lock whoever holds it and grants it to the
+// oldest live waiter, if any. It returns the token of the hold it deleted,
+// or 0 when the lock was free.
 func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (uint64, error) {
-	n, err := forceReleaseScript.Run(ctx, rdb, []string{k.Hash, k.Channel, k.Fence}, k.publish, releaseMessage).Int64()
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Waiters, k.Granted}
+	n, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
 	}
 	return uint64(n), nil
+}
+
+// Leave takes waiter w of owner out of the queue. If w was granted the lock
+// meanwhile, it passes the lock on to the next live waiter, and reports
+// true. Repeating it is harmless.
+func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string) (bool, error) {
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Waiters, k.Granted}
+	n, err := leaveScript.Run(ctx, rdb, keys, w.ID, owner, k.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: leave %q: %w", k.Name, err)
+	}
+	return n == 1, nil
 }
 
 // formatToken writes a token as the scripts compare it with the counter.

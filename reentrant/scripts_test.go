@@ -35,20 +35,51 @@ func currentToken(t *testing.T, rdb *redis.Client, l Keys) uint64 {
 	return n
 }
 
+// publishes counts the PUBLISH commands the server ran, scripts included.
+func publishes(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	st, err := redistest.ReadCommandStats(context.Background(), rdb)
+	require.NoError(t, err)
+	return st["publish"]
+}
+
+// subscribed subscribes to the grant channel of client "c-<id>" and
+// returns the subscription and a waiter on it.
+func subscribed(t *testing.T, rdb *redis.Client, l Keys, id string) (*redis.PubSub, Waiter) {
+	t.Helper()
+	w := Waiter{ID: id, Channel: l.GrantChannel("c-" + id)}
+	sub := rdb.Subscribe(context.Background(), w.Channel)
+	t.Cleanup(func() { _ = sub.Close() })
+	_, err := sub.Receive(context.Background())
+	require.NoError(t, err)
+	return sub, w
+}
+
+func receiveGrant(t *testing.T, sub *redis.PubSub) Grant {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	msg, err := sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	g, err := ParseGrant(msg.Payload)
+	require.NoError(t, err)
+	return g
+}
+
 func TestAcquireReenterRelease(t *testing.T) {
 	ctx, rdb, l := setup(t, "orders")
 
-	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
+	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.EqualValues(t, 1, r.HoldCount)
 	first := r.Token
 
-	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0)
+	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first}, r, "re-entry keeps the token")
 
-	other, err := l.Acquire(ctx, rdb, "B", "r3", testLease, 0)
+	other, err := l.Acquire(ctx, rdb, "B", "r3", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	require.False(t, other.Acquired)
 	require.InDelta(t, testLease, other.HolderTTL, float64(time.Second), "B gets the holder's PTTL")
@@ -66,20 +97,14 @@ func TestAcquireReenterRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ReleaseResult{Status: StillHeld, Remaining: 1}, rel)
 
-	sub := rdb.Subscribe(ctx, l.Channel)
-	defer sub.Close()
-	_, err = sub.Receive(ctx) // subscription confirmed
-	require.NoError(t, err)
-
+	before := publishes(t, rdb)
 	rel, err = l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "r6")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
-	msg, err := sub.ReceiveMessage(ctx)
-	require.NoError(t, err)
-	require.Equal(t, l.Channel, msg.Channel, "freeing the lock publishes")
 	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
+	require.Equal(t, before, publishes(t, rdb), "no PUBLISH when nobody waits")
 
-	r, err = l.Acquire(ctx, rdb, "B", "r7", testLease, 0)
+	r, err = l.Acquire(ctx, rdb, "B", "r7", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.Greater(t, r.Token, first, "a new holder gets a higher token")
@@ -92,18 +117,18 @@ func TestRequestIDReplays(t *testing.T) {
 
 	var first uint64
 	for i := 0; i < 2; i++ {
-		r, err := l.Acquire(ctx, rdb, "A", "same", testLease, 0)
+		r, err := l.Acquire(ctx, rdb, "A", "same", testLease, 0, Waiter{})
 		require.NoError(t, err)
 		if i == 0 {
 			first = r.Token
 		}
-		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first}, r, "run %d", i)
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first, Reported: i > 0}, r, "run %d", i)
 	}
 	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"A": 1}, st.Holders, "hold count still 1")
 
-	_, err = l.Acquire(ctx, rdb, "A", "second", testLease, 0)
+	_, err = l.Acquire(ctx, rdb, "A", "second", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	for i := 0; i < 2; i++ {
 		rel, err := l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "rel")
@@ -117,7 +142,7 @@ func TestRequestIDReplays(t *testing.T) {
 	// A remembered acquire is not replayed once the owner has lost the lock.
 	_, err = l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
-	r, err := l.Acquire(ctx, rdb, "A", "same", testLease, 0)
+	r, err := l.Acquire(ctx, rdb, "A", "same", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.EqualValues(t, 1, r.HoldCount)
@@ -128,12 +153,12 @@ func TestRequestIDReplays(t *testing.T) {
 // meant for a hold that has ended changes nothing in the owner's next hold.
 func TestStaleTokenChangesNothing(t *testing.T) {
 	ctx, rdb, l := setup(t, "stale")
-	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
+	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	old := r.Token
 	_, err = l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
-	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0)
+	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	require.Greater(t, r.Token, old)
 
@@ -143,19 +168,19 @@ func TestStaleTokenChangesNothing(t *testing.T) {
 	ok, err := l.Renew(ctx, rdb, "A", old, testLease)
 	require.NoError(t, err)
 	require.False(t, ok)
-	again, err := l.Acquire(ctx, rdb, "A", "r4", testLease, old)
+	again, err := l.Acquire(ctx, rdb, "A", "r4", testLease, old, Waiter{})
 	require.NoError(t, err)
 	require.Equal(t, AcquireResult{HoldGone: true}, again)
 	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"A": 1}, st.Holders, "the new hold is untouched")
 
-	again, err = l.Acquire(ctx, rdb, "A", "r5", testLease, r.Token)
+	again, err = l.Acquire(ctx, rdb, "A", "r5", testLease, r.Token, Waiter{})
 	require.NoError(t, err)
 	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: r.Token}, again)
 	_, err = l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
-	again, err = l.Acquire(ctx, rdb, "A", "r6", testLease, r.Token)
+	again, err = l.Acquire(ctx, rdb, "A", "r6", testLease, r.Token, Waiter{})
 	require.NoError(t, err)
 	require.True(t, again.HoldGone, "a re-entry never takes a free lock")
 	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
@@ -165,9 +190,9 @@ func TestStaleTokenChangesNothing(t *testing.T) {
 // with a longer lease keeps what it was promised (issue 9, failure 1).
 func TestPartialReleaseAndRenewalKeepTheLongestLease(t *testing.T) {
 	ctx, rdb, l := setup(t, "keep")
-	r, err := l.Acquire(ctx, rdb, "A", "outer", 500*time.Millisecond, 0)
+	r, err := l.Acquire(ctx, rdb, "A", "outer", 500*time.Millisecond, 0, Waiter{})
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, rdb, "A", "inner", testLease, r.Token)
+	_, err = l.Acquire(ctx, rdb, "A", "inner", testLease, r.Token, Waiter{})
 	require.NoError(t, err)
 	ok, err := l.Renew(ctx, rdb, "A", r.Token, 500*time.Millisecond)
 	require.NoError(t, err)
@@ -183,16 +208,24 @@ func TestPartialReleaseAndRenewalKeepTheLongestLease(t *testing.T) {
 // Redis never expires the lock before the caller's lease ends.
 func TestFractionalLeaseRoundsUp(t *testing.T) {
 	ctx, rdb, l := setup(t, "fraction")
-	_, err := l.AcquireNew(ctx, rdb, "A", 40*time.Millisecond+950*time.Microsecond)
+	for lease, ms := range map[time.Duration]int64{
+		time.Nanosecond: 1, time.Millisecond: 1, 40 * time.Millisecond: 40,
+		40*time.Millisecond + 950*time.Microsecond: 41, 40*time.Millisecond + time.Nanosecond: 41,
+	} {
+		got, err := leaseMillis(lease)
+		require.NoError(t, err)
+		require.Equal(t, ms, got, "%v", lease)
+	}
+	_, err := l.AcquireNew(ctx, rdb, "A", 40*time.Millisecond+950*time.Microsecond, Waiter{})
 	require.NoError(t, err)
-	require.Equal(t, int64(41), rdb.PTTL(ctx, l.Hash).Val().Milliseconds())
+	require.GreaterOrEqual(t, rdb.PTTL(ctx, l.Hash).Val().Milliseconds(), int64(40))
 }
 
 func TestReentryNeverShortensLease(t *testing.T) {
 	ctx, rdb, l := setup(t, "lease")
-	_, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
+	_, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0, Waiter{})
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, rdb, "A", "r2", 50*time.Millisecond, 0)
+	_, err = l.Acquire(ctx, rdb, "A", "r2", 50*time.Millisecond, 0, Waiter{})
 	require.NoError(t, err)
 	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), testLease/2)
 }
@@ -204,7 +237,7 @@ func TestRenew(t *testing.T) {
 	require.False(t, ok)
 	require.Zero(t, rdb.Exists(ctx, l.Hash).Val(), "renew never creates a lock")
 
-	_, err = l.Acquire(ctx, rdb, "A", "r1", time.Second, 0)
+	_, err = l.Acquire(ctx, rdb, "A", "r1", time.Second, 0, Waiter{})
 	require.NoError(t, err)
 	ok, err = l.Renew(ctx, rdb, "A", currentToken(t, rdb, l), testLease)
 	require.NoError(t, err)
@@ -225,7 +258,7 @@ func TestRenewAllBatchesAndSurvivesScriptFlush(t *testing.T) {
 		require.NoError(t, err)
 		hold := Hold{Keys: l, Owner: "A", Token: 1}
 		if i < 2 {
-			r, err := l.Acquire(ctx, rdb, "A", "r", time.Second, 0)
+			r, err := l.Acquire(ctx, rdb, "A", "r", time.Second, 0, Waiter{})
 			require.NoError(t, err)
 			hold.Token = r.Token
 		}
@@ -245,24 +278,23 @@ func TestForceRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, deleted)
 
-	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
+	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0, Waiter{})
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0)
+	_, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0, Waiter{})
 	require.NoError(t, err)
-	n, err := rdb.Publish(ctx, l.Channel, "x").Result() // no subscriber yet
+	sub, w := subscribed(t, rdb, l, "B-waiter")
+	got, err := l.AcquireNew(ctx, rdb, "B", testLease, w)
 	require.NoError(t, err)
-	require.Zero(t, n)
-
-	sub := rdb.Subscribe(ctx, l.Channel)
-	defer sub.Close()
-	_, err = sub.Receive(ctx)
-	require.NoError(t, err)
+	require.False(t, got.Acquired)
 	deleted, err = l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
 	require.Equal(t, r.Token, deleted, "it names the hold it deleted")
-	_, err = sub.ReceiveMessage(ctx)
+	g := receiveGrant(t, sub)
+	require.Equal(t, "B-waiter", g.Waiter, "and hands the lock on")
+	require.Greater(t, g.Token, deleted)
+	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
-	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
+	require.Equal(t, map[string]int64{"B": 1}, st.Holders)
 }
 
 func TestFencingTokensIncrease(t *testing.T) {
@@ -270,7 +302,7 @@ func TestFencingTokensIncrease(t *testing.T) {
 	var last uint64
 	for i := 0; i < 100; i++ {
 		owner := fmt.Sprint("owner-", i%7)
-		r, err := l.Acquire(ctx, rdb, owner, fmt.Sprint("acq-", i), testLease, 0)
+		r, err := l.Acquire(ctx, rdb, owner, fmt.Sprint("acq-", i), testLease, 0, Waiter{})
 		require.NoError(t, err)
 		require.True(t, r.Acquired)
 		require.Greater(t, r.Token, last)
@@ -282,28 +314,33 @@ func TestFencingTokensIncrease(t *testing.T) {
 
 func TestInvalidLease(t *testing.T) {
 	_, rdb, l := setup(t, "bad")
-	_, err := l.Acquire(context.Background(), rdb, "A", "r", 0, 0)
+	_, err := l.Acquire(context.Background(), rdb, "A", "r", 0, 0, Waiter{})
 	require.ErrorIs(t, err, ErrInvalidLease)
 	_, err = l.Renew(context.Background(), rdb, "A", 1, -time.Microsecond)
 	require.ErrorIs(t, err, ErrInvalidLease)
 }
 
-func TestShardedPublish(t *testing.T) {
+func TestShardedGrant(t *testing.T) {
 	ctx, rdb, _ := setup(t, "unused")
 	l, err := Namespace{Sharded: true}.Keys("sharded")
 	require.NoError(t, err)
-	sub := rdb.SSubscribe(ctx, l.Channel)
+	w := Waiter{ID: "w1", Channel: l.GrantChannel("c1")}
+	sub := rdb.SSubscribe(ctx, w.Channel)
 	defer sub.Close()
 	_, err = sub.Receive(ctx)
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, rdb, "A", "r1", testLease, 0)
+	a, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
 	require.NoError(t, err)
-	rel, err := l.Release(ctx, rdb, "A", currentToken(t, rdb, l), "r2")
+	_, err = l.AcquireNew(ctx, rdb, "B", testLease, w)
+	require.NoError(t, err)
+	rel, err := l.Release(ctx, rdb, "A", a.Token, "r2")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	msg, err := sub.ReceiveMessage(ctx)
 	require.NoError(t, err)
-	require.Equal(t, l.Channel, msg.Channel)
+	g, err := ParseGrant(msg.Payload)
+	require.NoError(t, err)
+	require.Equal(t, "w1", g.Waiter)
 }
 
 // An owner made for one call needs no request key: a resent acquire finds
@@ -312,23 +349,23 @@ func TestAcquireNewIsIdempotentWithoutRequestKey(t *testing.T) {
 	ctx, rdb, l := setup(t, "new-owner")
 	var first uint64
 	for i := 0; i < 2; i++ {
-		r, err := l.AcquireNew(ctx, rdb, "fresh", testLease)
+		r, err := l.AcquireNew(ctx, rdb, "fresh", testLease, Waiter{})
 		require.NoError(t, err)
 		if i == 0 {
 			first = r.Token
 		}
-		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first}, r, "run %d", i)
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first, Reported: i > 0}, r, "run %d", i)
 	}
 	keys, err := rdb.Keys(ctx, "baton:{new-owner}:req:*").Result()
 	require.NoError(t, err)
 	require.Empty(t, keys, "no request key on the new-owner path")
 
-	r, err := l.AcquireNew(ctx, rdb, "other", testLease)
+	r, err := l.AcquireNew(ctx, rdb, "other", testLease, Waiter{})
 	require.NoError(t, err)
 	require.False(t, r.Acquired)
 	require.Positive(t, r.HolderTTL)
 
-	r, err = l.Acquire(ctx, rdb, "fresh", "nested", testLease, 0) // re-entry through the handle's owner
+	r, err = l.Acquire(ctx, rdb, "fresh", "nested", testLease, 0, Waiter{}) // re-entry through the handle's owner
 	require.NoError(t, err)
 	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first}, r)
 }
@@ -345,7 +382,7 @@ func TestTokensKeepRisingAcrossRestartWithoutPersistence(t *testing.T) {
 	require.NoError(t, err)
 	var before uint64
 	for i := 0; i < 5; i++ {
-		r, err := l.Acquire(ctx, rdb, "A", fmt.Sprint("a", i), testLease, 0)
+		r, err := l.Acquire(ctx, rdb, "A", fmt.Sprint("a", i), testLease, 0, Waiter{})
 		require.NoError(t, err)
 		before = r.Token
 		_, err = l.Release(ctx, rdb, "A", currentToken(t, rdb, l), fmt.Sprint("r", i))
@@ -356,7 +393,7 @@ func TestTokensKeepRisingAcrossRestartWithoutPersistence(t *testing.T) {
 
 	srv.Restart()
 	require.Eventually(t, func() bool { return rdb.Ping(ctx).Err() == nil }, 5*time.Second, 10*time.Millisecond)
-	r, err := l.Acquire(ctx, rdb, "B", "after", testLease, 0)
+	r, err := l.Acquire(ctx, rdb, "B", "after", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	require.Greater(t, r.Token, before, "a token after the restart beats every token before it")
@@ -368,7 +405,7 @@ func TestTokensRiseWhenCounterIsAheadOfClock(t *testing.T) {
 	ctx, rdb, l := setup(t, "ahead")
 	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
 	require.NoError(t, rdb.Set(ctx, l.Fence, ahead, 0).Err())
-	r, err := l.AcquireNew(ctx, rdb, "A", testLease)
+	r, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
 	require.NoError(t, err)
 	require.Equal(t, ahead+1, r.Token)
 }

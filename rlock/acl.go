@@ -9,18 +9,20 @@ package rlock
 // EVALSHA runs the scripts and EVAL reloads them after the server lost its
 // script cache (a restart, SCRIPT FLUSH). Redis checks the commands a script
 // runs against the caller's ACL too, hence the hash, string and expiry
-// commands, and PUBLISH (SPUBLISH) for the release message. SUBSCRIBE and
-// UNSUBSCRIBE (SSUBSCRIBE and SUNSUBSCRIBE) are for waiters, and PING is the
-// health check of the pub/sub connection. Connection set-up needs nothing
-// more: HELLO and AUTH are allowed to every user. The release script
-// publishes before it writes, so a user missing the channel permission gets
-// an error from Unlock and the lock stays held, never a silent
-// release that wakes nobody.
+// commands, the list commands of the waiters' queue, and PUBLISH (SPUBLISH)
+// for the grant message. SUBSCRIBE is for waiters: a client subscribes its
+// grant channel once and keeps it; with sharded pub/sub each lock has its
+// own, so SSUBSCRIBE and SUNSUBSCRIBE. PING is the health check of the
+// pub/sub connection. Connection set-up needs nothing more: HELLO and AUTH
+// are allowed to every user. A release publishes a grant before it writes,
+// so a user missing the channel permission gets an error from Unlock and
+// the lock stays held, never a silent hand-off to a waiter that is never
+// told.
 const (
 	// ACLRules is what a client on a single Redis node needs.
-	ACLRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
-		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time +publish " +
-		"~baton:* &baton:*"
+	ACLRules = "+evalsha +eval +subscribe +ping " +
+		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +hdel +pexpire +pttl +time " +
+		"+rpush +lpop +lindex +lrem +publish ~baton:* &baton:*"
 
 	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
 	// sharded pub/sub (the default). go-redis learns the topology with
@@ -30,6 +32,6 @@ const (
 	// the migration ends). With WithClassicPubSub, use ACLRules plus
 	// +cluster|slots +command +asking.
 	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command +asking " +
-		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time +spublish " +
-		"~baton:* &baton:*"
+		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +hdel +pexpire +pttl +time " +
+		"+rpush +lpop +lindex +lrem +spublish ~baton:* &baton:*"
 )

@@ -191,6 +191,10 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 		waitErr = err
 	})
 	defer func() { wg.Wait(); err = errors.Join(err, waitErr) }()
+	// A waiter that gives up leaves the queue.
+	if _, err := b.Lock(ctx, name, WaitAtMost(100*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
+		return errors.Join(err, errors.New("a waiter did not give up"))
+	}
 	// Past the hub's 1s health-check interval; renewals every 200ms.
 	time.Sleep(1300 * time.Millisecond)
 	if _, err := a.Inspect(ctx, name); err != nil {
@@ -212,9 +216,10 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	return nil
 }
 
-// The release script publishes before it writes: a user that may not publish
-// on the lock's channel gets an error from Unlock, and the lock is still
-// held with its hold count unchanged, not released without waking anyone.
+// A release that hands the lock to a waiter publishes the grant before it
+// writes: a user that may not publish on the grant channel gets an error
+// from Unlock, and the lock is still held with its hold count unchanged,
+// not handed to a waiter that is never told.
 func TestACLMissingChannelFailsBeforeWrite(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
@@ -231,6 +236,15 @@ func TestACLMissingChannelFailsBeforeWrite(t *testing.T) {
 	inner, err := lc.Lock(outer.Context(), "nochan")
 	require.NoError(t, err)
 	require.NoError(t, inner.Unlock(ctx), "a partial release publishes nothing")
+	waiter := newClient(t, srv) // a user that may subscribe
+	waited := make(chan error, 1)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_, err := waiter.Lock(wctx, "nochan")
+		waited <- err
+	}()
+	waitForQueued(t, srv, "nochan", 1)
 
 	for attempt := 0; attempt < 2; attempt++ {
 		err = outer.Unlock(ctx)
@@ -243,6 +257,8 @@ func TestACLMissingChannelFailsBeforeWrite(t *testing.T) {
 		require.Positive(t, rdb.PTTL(ctx, lockKey("nochan")).Val())
 		require.NoError(t, outer.Context().Err(), "the handle is still held and may retry")
 	}
+	stop()
+	require.ErrorIs(t, <-waited, context.Canceled)
 	require.NoError(t, rdb.Del(ctx, lockKey("nochan")).Err())
 }
 

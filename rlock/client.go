@@ -30,8 +30,9 @@ type Client struct {
 	ns  reentrant.Namespace
 	id  string // prefix of every owner ID this client makes
 
-	hub *notify.Hub
-	wd  *watchdog.Scheduler[*hold]
+	hub    *notify.Hub
+	grants grantLine // the grant subscription of the client's waiters
+	wd     *watchdog.Scheduler[*hold]
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -64,7 +65,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	sharded := isCluster && !cfg.classicPubSub
-	ns := reentrant.Namespace{Prefix: cfg.prefix, Sharded: sharded, RequestTTL: requestTTL(rdb)}
+	ns := reentrant.Namespace{Prefix: cfg.prefix, Sharded: sharded, Cluster: isCluster, RequestTTL: requestTTL(rdb)}
 	if _, err := ns.Keys("probe"); err != nil {
 		return nil, lower(err)
 	}
@@ -72,11 +73,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if sharded {
 		mode = notify.Sharded
 	}
-	hub, err := notify.New(rdb, notify.Options{Mode: mode})
+	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), grants: grantLine{perLock: sharded}, holds: map[holdKey]*hold{}}
+	hub, err := notify.New(rdb, notify.Options{Mode: mode, Unclaimed: c.unclaimedGrant})
 	if err != nil {
 		return nil, lower(err)
 	}
-	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), hub: hub, holds: map[holdKey]*hold{}}
+	c.hub = hub
 	wdc := watchdog.Config[*hold]{
 		Lease:     cfg.watchdogLease,
 		Margin:    driftMargin(cfg.watchdogLease),

@@ -68,7 +68,16 @@ func testScriptsStaySingleSlot(t *testing.T, cl *redistest.Cluster) {
 		require.NoError(t, err)
 		require.Equal(t, map[string]int64{outer.Owner(): 2}, st.Holders)
 		require.NoError(t, inner.Unlock(ctx)) // partial release
-		require.NoError(t, outer.Unlock(ctx)) // release and SPUBLISH
+		got := make(chan *Lock, 1)
+		go func() {
+			l, err := other.Lock(ctx, name) // queues, on the lock's shard
+			assertNoError(t, err)
+			got <- l
+		}()
+		require.Eventually(t, func() bool { return other.rdb.LLen(ctx, lockKey(name)+":queue").Val() == 1 },
+			5*time.Second, time.Millisecond)
+		require.NoError(t, outer.Unlock(ctx)) // release, and grant with SPUBLISH
+		require.NoError(t, (<-got).Unlock(ctx))
 		fixed, err := c.Lock(ctx, name, WithLease(time.Minute))
 		require.NoError(t, err)
 		forced, err := other.ForceUnlock(ctx, name)
@@ -80,7 +89,7 @@ func testScriptsStaySingleSlot(t *testing.T, cl *redistest.Cluster) {
 		d := after.Sub(before[i])
 		addr := cl.Nodes[i].Addr
 		require.Positive(t, d["evalsha"]+d["eval"], "node %s ran scripts: the names spread over every shard", addr)
-		require.Positive(t, d["spublish"], "node %s published its own releases", addr)
+		require.Positive(t, d["spublish"], "node %s published its own grants", addr)
 		require.Zero(t, d["publish"], "sharded mode never broadcasts")
 	}
 }
@@ -169,7 +178,7 @@ func testReentrancyOnAnotherShard(t *testing.T, cl *redistest.Cluster) {
 	holder := clusterClient(t, cl.ClusterClient(seeded))
 	waiter := clusterClient(t, cl.ClusterClient(seeded))
 	name := cl.TagOn(t, home, "re-")
-	channel := lockKey(name) + ":released"
+	channel := lockKey(name) + ":grant:" + waiter.id
 
 	l1, err := holder.Lock(ctx, name, WithLease(longLease))
 	require.NoError(t, err)
@@ -273,8 +282,8 @@ func testSlotMigrationMidWait(t *testing.T, cl *redistest.Cluster) {
 	ctx := testCtx(t)
 	from, to := cl.Nodes[0], cl.Nodes[1]
 	name := cl.TagOn(t, from, "mig-")
-	channel := lockKey(name) + ":released"
 	holder, waiter := clusterClient(t, cl.ClusterClient()), clusterClient(t, cl.ClusterClient())
+	channel := lockKey(name) + ":grant:" + waiter.id
 	l, err := holder.Lock(ctx, name, WithLease(longLease))
 	require.NoError(t, err)
 

@@ -113,7 +113,7 @@ func TestObserverSeesEveryEvent(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{
-		"wait obs", "waited obs acquired", "acquired obs free",
+		"wait obs", "waited obs acquired", "acquired obs handed off",
 		"acquired obs reentered", "released obs",
 		"lost obs",
 		"wait obs", "waited obs cancelled",

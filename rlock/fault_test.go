@@ -98,7 +98,7 @@ func TestHolderKilled(t *testing.T) {
 		l, err := waiter.Lock(ctx, "killed")
 		got <- result{l, err}
 	}()
-	waitForSubscribers(t, srv, "baton:{killed}:released", 1)
+	waitForQueued(t, srv, "killed", 1)
 
 	ch.kill()
 	// A renewal the child sent just before it died may still be applied;
@@ -184,7 +184,7 @@ func TestRedisRestartMidHold(t *testing.T) {
 			errs <- err
 		})
 	}
-	waitForSubscribers(t, srv, "baton:{restart}:released", int64(len(clients)-1))
+	waitForQueued(t, srv, "restart", waiters)
 
 	srv.Restart()
 	select {

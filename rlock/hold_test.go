@@ -179,7 +179,7 @@ func TestFailedFinalUnlockIsNeverRenewed(t *testing.T) {
 	defer c.Close()
 	l, err := c.Lock(ctx, "unrenewed")
 	require.NoError(t, err)
-	p.DropNextReply(isScript(":released"), true) // the release runs; its reply is lost
+	p.DropNextReply(isScript("release"), true) // the release runs; its reply is lost
 	require.Error(t, l.Unlock(ctx))
 	require.Zero(t, c.wd.Len(), "the hold is still watched after its last Unlock")
 	time.Sleep(lease) // renewals would have run

@@ -245,7 +245,7 @@ func TestCancelledWaitLeavesNothingBehind(t *testing.T) {
 		_, err := b.Lock(wctx, "c")
 		errc <- err
 	}()
-	waitForSubscribers(t, srv, "baton:{c}:released", 1)
+	waitForQueued(t, srv, "c", 1)
 	cancel()
 	select {
 	case err := <-errc:
@@ -254,7 +254,7 @@ func TestCancelledWaitLeavesNothingBehind(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("Lock did not return promptly after cancel")
 	}
-	waitForSubscribers(t, srv, "baton:{c}:released", 0) // the subscription is dropped
+	waitForQueued(t, srv, "c", 0) // the subscription is dropped
 
 	dctx, dcancel := context.WithTimeout(ctx, 150*time.Millisecond)
 	defer dcancel()
@@ -337,7 +337,7 @@ func TestCloseWakesWaitersAndReleasesHolds(t *testing.T) {
 		_, err := c.Lock(ctx, "held")
 		errc <- err
 	}()
-	waitForSubscribers(t, srv, "baton:{held}:released", 1)
+	waitForQueued(t, srv, "held", 1)
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, <-errc, ErrClosed)
 	require.ErrorIs(t, context.Cause(mine.Context()), ErrClosed)

@@ -338,10 +338,18 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 	return nil, errors.New("proxy: unknown RESP type " + strconv.Quote(string(kind)))
 }
 
-// isScript matches an EVALSHA or EVAL of one of the baton scripts, told
-// apart by its second key: ":fence" for acquire, ":released" for release.
-func isScript(secondKeySuffix string) func(cmd []string) bool {
+// scriptShapes tells the baton scripts apart by their numbers of keys and
+// of arguments.
+var scriptShapes = map[string][2]int{"acquire": {6, 8}, "release": {6, 4}}
+
+// isScript matches an EVALSHA or EVAL of the named baton script.
+func isScript(name string) func(cmd []string) bool {
+	shape := scriptShapes[name]
 	return func(cmd []string) bool {
-		return (cmd[0] == "evalsha" || cmd[0] == "eval") && len(cmd) > 4 && strings.HasSuffix(cmd[4], secondKeySuffix)
+		if (cmd[0] != "evalsha" && cmd[0] != "eval") || len(cmd) < 3 {
+			return false
+		}
+		keys, err := strconv.Atoi(cmd[2])
+		return err == nil && keys == shape[0] && len(cmd) == 3+shape[0]+shape[1]
 	}
 }

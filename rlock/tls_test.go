@@ -50,7 +50,7 @@ func TestTLS(t *testing.T) {
 			got <- result{w, err}
 		}()
 		require.Eventually(t, func() bool {
-			return rdb.PubSubNumSub(ctx, "baton:{tls}:released").Val()["baton:{tls}:released"] == 1
+			return rdb.LLen(ctx, lockKey("tls")+":queue").Val() == 1
 		}, 5*time.Second, 5*time.Millisecond, "the waiter subscribes over TLS")
 		require.NoError(t, l.Unlock(ctx))
 		select {

@@ -56,6 +56,9 @@ type attempt struct {
 	via   *Lock
 	lease time.Duration
 	cfg   lockConfig
+	// queuedAt is when an acquire last found this call queued, which is a
+	// moment known to precede any grant to it.
+	queuedAt time.Time
 }
 
 func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blocking bool) (*Lock, error) {
@@ -87,8 +90,8 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	if a.via != nil {
 		return a.reenter(ctx)
 	}
-	// Step 1: the uncontended path is this one script call.
-	l, ttl, err := a.try(ctx)
+	// The uncontended path is this one script call.
+	l, _, err := a.try(ctx, reentrant.Waiter{})
 	if l != nil || err != nil {
 		return l, err
 	}
@@ -101,7 +104,7 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 		waitCtx, cancel = context.WithTimeout(ctx, lc.wait)
 		defer cancel()
 	}
-	return a.observeWait(func() (*Lock, error) { return a.wait(waitCtx, ttl) })
+	return a.observeWait(func() (*Lock, error) { return a.wait(waitCtx) })
 }
 
 // reenter re-enters the hold of a.via, once no other re-entry through a.via
@@ -119,11 +122,11 @@ func (a *attempt) reenter(ctx context.Context) (*Lock, error) {
 	}
 	id := newRequestID()
 	sent := time.Now()
-	res, err := a.keys.Acquire(ctx, a.c.rdb, a.owner, id, a.lease, h.token)
+	res, err := a.keys.Acquire(ctx, a.c.rdb, a.owner, id, a.lease, h.token, reentrant.Waiter{})
 	switch {
 	case err != nil:
 		h.giveTurnBack(a.via)
-		return nil, a.failed(ctx, err, id)
+		return nil, a.failed(ctx, err, id, reentrant.Waiter{})
 	case res.HoldGone:
 		h.giveTurnBack(a.via)
 		h.lose(lostError(h.key.name, "re-entry found it not held"))
@@ -140,40 +143,51 @@ func (a *attempt) reenter(ctx context.Context) (*Lock, error) {
 	return l, nil
 }
 
-// try runs one acquire. It returns the held lock, or the holder's remaining
-// lease when another owner holds it. A grant whose validity has already
-// passed when its reply arrives is no lock: it is given back, and try
-// reports the lock as held for no time, so a wait goes on at once.
-func (a *attempt) try(ctx context.Context) (*Lock, time.Duration, error) {
+// try runs one acquire, as waiter w if w has an ID: then a held lock queues
+// the call, and a free one with a queue goes to its head. It returns the
+// held lock, or the holder's remaining lease when another owner holds it.
+// A hold the acquire only reports (one granted to w meanwhile) is valid from
+// a.queuedAt, not from this send. A grant whose validity has already passed
+// when its reply arrives is no lock: it is given back, and try reports the
+// lock as held for no time, so a wait goes on at once.
+func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*Lock, time.Duration, error) {
 	var id string
 	if !a.newOwner { // a new owner's acquire replays without one
 		id = newRequestID()
 	}
 	sent := time.Now()
-	res, err := a.acquire(ctx, id)
+	res, err := a.acquireAs(ctx, id, 0, w)
 	if err != nil {
-		return nil, 0, a.failed(ctx, err, id)
+		return nil, 0, a.failed(ctx, err, id, w)
 	}
 	if !res.Acquired {
+		if w.ID != "" {
+			a.queuedAt = sent
+		}
 		return nil, res.HolderTTL, nil
 	}
-	if !time.Now().Before(validity(sent, a.lease)) {
-		owner := a.owner
-		a.c.background(func() { a.release(owner, res.Token) })
-		if a.newOwner {
-			// The next try must not find this grant and take it for its
-			// own: it would keep the dead grant's lease.
-			a.owner = a.c.newOwner()
-		}
-		return nil, 0, nil
-	}
 	kind := Free
-	if res.HoldCount > 1 {
+	switch {
+	case res.Reported && !a.queuedAt.IsZero():
+		sent, kind = a.queuedAt, HandedOff
+	case res.HoldCount > 1:
 		kind = Reentered // an owner shared with WithOwner held it already
 	}
-	l, err := a.c.adopt(a, res.Token, sent, kind)
+	return a.hold(ctx, res.Token, sent, kind)
+}
+
+// hold turns a grant of token, valid from sent, into a handle. A grant
+// whose validity has already passed is given back, at once, and reported
+// as held for no time.
+func (a *attempt) hold(ctx context.Context, token uint64, sent time.Time, kind AcquireKind) (*Lock, time.Duration, error) {
+	if !time.Now().Before(validity(sent, a.lease)) {
+		a.giveBack(ctx, token)
+		return nil, 0, nil
+	}
+	l, err := a.c.adopt(a, token, sent, kind)
 	if err != nil {
-		a.c.background(func() { a.release(a.owner, res.Token) })
+		owner := a.owner
+		a.c.background(func() { a.release(owner, token) })
 		if errors.Is(err, errStaleGrant) {
 			return nil, 0, nil
 		}
@@ -226,52 +240,17 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time, kind AcquireKin
 // failed handles an acquire that returned err: it may have run, so giving
 // it back happens in the background, and the caller's ctx bounds the call,
 // not the clean-up, which may wait for an unreachable Redis.
-func (a *attempt) failed(ctx context.Context, err error, requestID string) error {
+func (a *attempt) failed(ctx context.Context, err error, requestID string, w reentrant.Waiter) error {
 	if !isServerReply(err) {
-		a.c.background(func() { a.undo(requestID) })
+		a.c.background(func() {
+			a.leave(w)
+			a.undo(requestID)
+		})
 	}
 	if ctx.Err() != nil {
 		return a.waitError(ctx.Err())
 	}
 	return err
-}
-
-// wait is steps 2 to 5 of the wait loop. The order is what makes it safe:
-// the subscription is confirmed before the retry, so a release after the
-// retry cannot be missed, and a release between step 1 and the subscribe is
-// caught by the retry itself.
-func (a *attempt) wait(ctx context.Context, ttl time.Duration) (*Lock, error) {
-	if a.c.afterFirstAttempt != nil {
-		a.c.afterFirstAttempt()
-	}
-	sub, err := a.c.hub.Subscribe(ctx, a.keys.Channel) // step 2
-	if err != nil {
-		return nil, a.waitError(err)
-	}
-	defer sub.Close()
-	for {
-		l, holderTTL, err := a.try(ctx) // step 3
-		if l != nil || err != nil {
-			return l, err
-		}
-		ttl = untilExpiry(holderTTL)
-		// Step 4: a release message, the holder's lease running out, or
-		// the end of ctx, whichever comes first; then step 5, go again.
-		if err := sub.Wait(ctx, ttl); err != nil && !errors.Is(err, notify.ErrWaitTimeout) {
-			return nil, a.waitError(err)
-		}
-	}
-}
-
-// untilExpiry is how long to wait for a holder whose PTTL read ttl. Redis
-// keeps a key through the whole millisecond in which it expires, and PTTL
-// reads 0 there; a retry must not land in it, so the wait runs a millisecond
-// past. A negative PTTL means the key has no expiry at all.
-func untilExpiry(ttl time.Duration) time.Duration {
-	if ttl < 0 {
-		return unknownTTLWait
-	}
-	return ttl + time.Millisecond
 }
 
 // undo gives back an acquire whose reply was lost: it may or may not have
@@ -285,7 +264,7 @@ func (a *attempt) undo(requestID string) {
 	if a.via != nil {
 		token = a.via.hold.token
 	}
-	res, err := a.acquireAs(ctx, requestID, token)
+	res, err := a.acquireAs(ctx, requestID, token, reentrant.Waiter{})
 	if err == nil && res.Acquired {
 		_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, res.Token, newRequestID())
 	}
@@ -298,17 +277,14 @@ func (a *attempt) release(owner string, token uint64) {
 	_, _ = a.keys.Release(ctx, a.c.rdb, owner, token, newRequestID())
 }
 
-// acquire runs the acquire script once. A new owner needs no request ID:
-// any hold it has is this call's own.
-func (a *attempt) acquire(ctx context.Context, requestID string) (reentrant.AcquireResult, error) {
-	return a.acquireAs(ctx, requestID, 0)
-}
-
-func (a *attempt) acquireAs(ctx context.Context, requestID string, token uint64) (reentrant.AcquireResult, error) {
+// acquireAs runs the acquire script once, re-entering the hold of token if
+// not 0, as waiter w if w has an ID. A new owner needs no request ID: any
+// hold it has is this call's own.
+func (a *attempt) acquireAs(ctx context.Context, requestID string, token uint64, w reentrant.Waiter) (reentrant.AcquireResult, error) {
 	if a.newOwner {
-		return a.keys.AcquireNew(ctx, a.c.rdb, a.owner, a.lease)
+		return a.keys.AcquireNew(ctx, a.c.rdb, a.owner, a.lease, w)
 	}
-	return a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease, token)
+	return a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease, token, w)
 }
 
 // waitError maps an error from the hub to the caller's terms.

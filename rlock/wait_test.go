@@ -20,12 +20,13 @@ const longLease = 30 * time.Second
 // fast is the bound for a wake-up that must not wait for the lease.
 const fast = 3 * time.Second
 
-func waitForSubscribers(t *testing.T, srv *redistest.Server, channel string, n int64) {
+// waitForQueued waits until n calls wait in the queue of lock name.
+func waitForQueued(t *testing.T, srv *redistest.Server, name string, n int64) {
 	t.Helper()
 	rdb := admin(t, srv)
 	require.Eventually(t, func() bool {
-		return rdb.PubSubNumSub(context.Background(), channel).Val()[channel] == n
-	}, 5*time.Second, 2*time.Millisecond, "subscribers on %s", channel)
+		return rdb.LLen(context.Background(), lockKey(name)+":queue").Val() == n
+	}, 5*time.Second, 2*time.Millisecond, "waiters queued on %s", name)
 }
 
 // Step 3 of the wait loop: a release between the first attempt and the
@@ -64,7 +65,7 @@ func TestWakeAtTTLWhenNoPublishArrives(t *testing.T) {
 	require.NoError(t, err)
 
 	got := lockInBackground(ctx, waiter, "np")
-	waitForSubscribers(t, srv, "baton:{np}:released", 1)
+	waitForQueued(t, srv, "np", 1)
 	require.NoError(t, rdb.Del(ctx, lockKey("np")).Err()) // no PUBLISH
 	select {
 	case r := <-got:
@@ -105,7 +106,7 @@ func TestPubSubConnectionKilledMidWait(t *testing.T) {
 	require.NoError(t, err)
 
 	got := lockInBackground(ctx, waiter, "k")
-	waitForSubscribers(t, srv, "baton:{k}:released", 1)
+	waitForQueued(t, srv, "k", 1)
 	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
 	require.NoError(t, l.Unlock(ctx)) // likely published into the gap
 	select {
@@ -118,34 +119,32 @@ func TestPubSubConnectionKilledMidWait(t *testing.T) {
 	}
 }
 
-// One release wakes one waiter per client, not all of them: 50 waiters in
-// one client drain one by one with about one acquire attempt per release.
-func TestWakeOnePerRelease(t *testing.T) {
+// The baton pass: a release hands the lock to the next waiter, whose Lock
+// returns on the grant message with no further script. 50 queued waiters
+// in one client drain with one script per release and nothing more: no
+// waiter retries, none races.
+func TestReleaseHandsOffWithNoRetry(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	rdb := admin(t, srv)
 	holder, waiters := newClient(t, srv), newClient(t, srv)
 	const n = 50
+	warm, err := holder.Lock(ctx, "warm") // the release script is loaded: no NOSCRIPT below
+	require.NoError(t, err)
+	require.NoError(t, warm.Unlock(ctx))
 	l, err := holder.Lock(ctx, "w1", WithLease(longLease))
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			got, err := waiters.Lock(ctx, "w1")
 			if assertNoError(t, err) {
 				assertNoError(t, got.Unlock(ctx))
 			}
-		}()
+		})
 	}
-	// Every waiter has made its two failed attempts (steps 1 and 3) and blocks.
-	require.Eventually(t, func() bool {
-		s, err := redistest.ReadCommandStats(ctx, rdb)
-		return err == nil && s["evalsha"]+s["eval"] >= 1+2*n
-	}, 10*time.Second, 5*time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	waitForQueued(t, srv, "w1", n)
 	before, err := redistest.ReadCommandStats(ctx, rdb)
 	require.NoError(t, err)
 
@@ -155,11 +154,9 @@ func TestWakeOnePerRelease(t *testing.T) {
 	require.NoError(t, err)
 	d := after.Sub(before)
 	scripts := d["evalsha"] + d["eval"]
-	releases := int64(1 + n) // the holder's and each waiter's
-	acquires := scripts - releases
-	t.Logf("%d releases, %d acquire attempts: %.2f per release", releases, acquires, float64(acquires)/float64(releases))
-	require.GreaterOrEqual(t, acquires, int64(n))
-	require.LessOrEqual(t, acquires, int64(2*n), "wake-all: each release woke many waiters")
+	t.Logf("%d releases, %d scripts, %d grants published", 1+n, scripts, d["publish"])
+	require.EqualValues(t, 1+n, scripts, "one release per hand-off, and no waiter ran a script")
+	require.EqualValues(t, n, d["publish"], "one grant per waiter")
 }
 
 // However many locks a client waits on, it uses one pub/sub connection.
@@ -184,9 +181,10 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 			_, _ = waiters.Lock(wctx, fmt.Sprintf("m%d", i))
 		}()
 	}
-	require.Eventually(t, func() bool {
-		return len(rdb.PubSubChannels(ctx, "baton:*").Val()) == n
-	}, 10*time.Second, 5*time.Millisecond)
+	for i := 0; i < n; i++ {
+		waitForQueued(t, srv, fmt.Sprintf("m%d", i), 1)
+	}
+	require.Len(t, rdb.PubSubChannels(ctx, "baton:*").Val(), 1, "one grant channel for every lock")
 	list, err := rdb.ClientList(ctx).Result()
 	require.NoError(t, err)
 	pubsubConns := 0

@@ -1,64 +1,86 @@
--- Take or re-enter a reentrant lock.
--- KEYS[1] lock hash (field = owner, value = hold count)
--- KEYS[2] fencing counter
--- KEYS[3] request key: remembers this request's result so a retried call replays it
+-- Take, re-enter or queue for a reentrant lock.
+-- KEYS[1] lock hash (field = owner, value = hold count), KEYS[2] fencing
+-- counter, KEYS[3] request key (remembers this request's result so a
+-- retried call replays it), KEYS[4] queue, KEYS[5] waiters, KEYS[6] granted
 -- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] request-key TTL in ms,
 -- ARGV[4] '1' when the owner ID was made for this one call,
--- ARGV[5] the token of the hold to re-enter, or '0' to take or re-enter any
+-- ARGV[5] the token of the hold to re-enter, or '0' to take or re-enter any,
+-- ARGV[6] waiter ID, or '' to never queue, ARGV[7] the waiter's grant
+-- channel, ARGV[8] 'publish' or 'spublish'
 -- Returns {1, holdCount, token} when ARGV[1] holds the lock after the call,
---         {0, pttl} when another owner holds it,
+--           with a fourth element 1 when the hold was there before and this
+--           call changed nothing (a replay, or a waiter finding its grant),
+--         {0, pttl} when another owner holds it (the waiter is queued, once),
 --         {-1} when ARGV[5] names a hold that no longer exists.
--- Tokens are around 1.7e15 (microseconds, see below): Lua numbers hold
--- them exactly, but '..' would print them as floats, so they are formatted
--- with %d.
-local count = redis.call('hget', KEYS[1], ARGV[1])
-if count then
-  local fence = redis.call('get', KEYS[2])
-  if ARGV[4] == '1' then
-    -- A new owner can only hold the lock through an earlier run of this
-    -- same call (a resent command): report that hold, count nothing.
-    return {1, tonumber(count), tonumber(fence or 0)}
+-- Tokens are around 1.7e15 (microseconds): Lua numbers hold them exactly,
+-- but '..' would print them as floats, so they are formatted with %d.
+local hash, fence, req, queue, waiters, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local owner, lease, self = ARGV[1], ARGV[2], ARGV[6]
+
+-- leaveQueue drops the calling waiter's entry, if it has one.
+local function leaveQueue()
+  if self ~= '' and redis.call('hdel', waiters, self) == 1 then
+    redis.call('lrem', queue, 1, self)
   end
-  local done = redis.call('get', KEYS[3])
+end
+
+local count = redis.call('hget', hash, owner)
+if count then
+  local token = redis.call('get', fence)
+  if ARGV[4] == '1' then
+    -- A new owner can only hold the lock through this same call: a resent
+    -- command, a re-check after a grant, or a grant it was handed. Report
+    -- that hold, count nothing.
+    return {1, tonumber(count), tonumber(token or 0), 1}
+  end
+  -- A waiter's re-check after a grant whose message it missed.
+  if self ~= '' and redis.call('get', granted) == self .. ' ' .. (token or '') then
+    return {1, tonumber(count), tonumber(token), 1}
+  end
+  local done = redis.call('get', req)
   if done then
     local c, t = string.match(done, '^(%d+):(%d+)$')
-    return {1, tonumber(c), tonumber(t)}
+    return {1, tonumber(c), tonumber(t), 1}
   end
   -- The lock is exclusive, so the counter's value is the current hold's
   -- token. A re-entry into a hold that has since ended (and been taken
   -- again by the same owner elsewhere) must not join the new hold.
-  if ARGV[5] ~= '0' and fence ~= ARGV[5] then
+  if ARGV[5] ~= '0' and token ~= ARGV[5] then
     return {-1}
   end
-  count = redis.call('hincrby', KEYS[1], ARGV[1], 1)
-  local token = tonumber(fence or 0)
+  -- Re-entry bypasses the queue; a waiter of this owner leaves it.
+  leaveQueue()
+  count = redis.call('hincrby', hash, owner, 1)
   -- Re-entry never shortens the lease an outer hold already has.
-  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+  if redis.call('pttl', hash) < tonumber(lease) then
+    redis.call('pexpire', hash, lease)
   end
-  redis.call('set', KEYS[3], string.format('%d:%d', count, token), 'px', ARGV[3])
-  return {1, count, token}
+  redis.call('set', req, string.format('%d:%s', count, token), 'px', ARGV[3])
+  return {1, count, tonumber(token)}
 end
 if ARGV[5] ~= '0' then
   return {-1}
 end
 
-local pttl = redis.call('pttl', KEYS[1])
-if pttl ~= -2 then
-  return {0, pttl}
+local pttl = redis.call('pttl', hash)
+if pttl == -2 then
+  -- Free. Nobody barges past a waiting queue: its head gets the lock,
+  -- which may be the caller.
+  local id, token = grant(hash, fence, queue, waiters, granted, ARGV[8], self)
+  if id == self and self ~= '' then
+    return {1, 1, token}
+  end
+  if not id then
+    token = take(hash, fence, owner, lease)
+    if ARGV[4] ~= '1' then
+      redis.call('set', req, string.format('1:%d', token), 'px', ARGV[3])
+    end
+    return {1, 1, token}
+  end
+  pttl = redis.call('pttl', hash)
 end
-redis.call('hset', KEYS[1], ARGV[1], 1)
-redis.call('pexpire', KEYS[1], ARGV[2])
--- The token is the larger of the counter's next value and the server clock
--- in microseconds. It rises on every new hold even if the clock steps back,
--- and it stays above every earlier token when the counter was lost (a
--- restart without persistence) or fell behind (a failover that lost the
--- last increments), as long as the servers' clocks agree within the outage.
-local now = redis.call('time')
-local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
-local token = math.max(tonumber(redis.call('get', KEYS[2]) or 0) + 1, clock)
-redis.call('set', KEYS[2], string.format('%d', token))
-if ARGV[4] ~= '1' then
-  redis.call('set', KEYS[3], string.format('1:%d', token), 'px', ARGV[3])
+if self ~= '' and redis.call('hexists', waiters, self) == 0 then
+  redis.call('rpush', queue, self)
+  redis.call('hset', waiters, self, cjson.encode({o = owner, l = tonumber(lease), c = ARGV[7]}))
 end
-return {1, 1, token}
+return {0, pttl}

@@ -1,10 +1,14 @@
--- Delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] lock hash, KEYS[2] release channel, KEYS[3] fencing counter
--- ARGV[1] 'publish' or 'spublish', ARGV[2] message
+-- Delete a lock whoever holds it, and hand it to the oldest live waiter.
+-- KEYS[1] lock hash, KEYS[2] fencing counter, KEYS[3] queue, KEYS[4]
+-- waiters, KEYS[5] granted
+-- ARGV[1] 'publish' or 'spublish'
 -- Returns the token of the hold it deleted, or 0 when the lock was free.
-if redis.call('exists', KEYS[1]) == 0 then
+local hash, fence = KEYS[1], KEYS[2]
+if redis.call('exists', hash) == 0 then
   return 0
 end
-redis.call(ARGV[1], KEYS[2], ARGV[2])
-redis.call('del', KEYS[1])
-return tonumber(redis.call('get', KEYS[3]) or 0)
+local deleted = tonumber(redis.call('get', fence) or 0)
+if not grant(hash, fence, KEYS[3], KEYS[4], KEYS[5], ARGV[1], '') then
+  redis.call('del', hash)
+end
+return deleted

@@ -1,0 +1,164 @@
+package reentrant
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The baton pass in the scripts: waiters queue in arrival order, a release
+// grants the oldest live one in the same script, a dead one costs one
+// skipped entry, nobody barges past the queue, and every step replays
+// under a resend.
+func TestReleaseGrantsTheOldestLiveWaiter(t *testing.T) {
+	ctx, rdb, l := setup(t, "queue")
+	a, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
+	require.NoError(t, err)
+
+	subB, wB := subscribed(t, rdb, l, "b")
+	_, wDead := subscribed(t, rdb, l, "dead")
+	subC, wC := subscribed(t, rdb, l, "c")
+	for _, q := range []struct {
+		owner string
+		w     Waiter
+	}{{"B", wB}, {"D", wDead}, {"C", wC}} {
+		for range 2 { // a resent enqueue queues once
+			r, err := l.AcquireNew(ctx, rdb, q.owner, testLease, q.w)
+			require.NoError(t, err)
+			require.False(t, r.Acquired)
+			require.Positive(t, r.HolderTTL)
+		}
+	}
+	ids, err := rdb.LRange(ctx, l.Queue, 0, -1).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "dead", "c"}, ids, "arrival order, each once")
+
+	// TryLock (no waiter) does not barge, nor queue.
+	r, err := l.AcquireNew(ctx, rdb, "E", testLease, Waiter{})
+	require.NoError(t, err)
+	require.False(t, r.Acquired)
+
+	rel, err := l.Release(ctx, rdb, "A", a.Token, "rel-a")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	g := receiveGrant(t, subB)
+	require.Equal(t, "b", g.Waiter)
+	require.Equal(t, "B", g.Owner)
+	require.Equal(t, "queue", g.Lock)
+	require.Greater(t, g.Token, a.Token)
+	r, err = l.AcquireNew(ctx, rdb, "B", testLease, wB) // B's re-check reports, counts nothing
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: g.Token, Reported: true}, r)
+
+	// The dead waiter's client is gone: the next release skips it.
+	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+	subC, _ = subscribed(t, rdb, l, "c") // C's client comes back and re-subscribes
+	rel, err = l.Release(ctx, rdb, "B", g.Token, "rel-b")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	g = receiveGrant(t, subC)
+	require.Equal(t, "c", g.Waiter, "the dead waiter was skipped")
+	n, err := rdb.LLen(ctx, l.Queue).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Zero(t, rdb.HLen(ctx, l.Waiters).Val())
+
+	// A replayed release grants nothing twice.
+	rel, err = l.Release(ctx, rdb, "B", g.Token-1, "rel-b")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	st, err := l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"C": 1}, st.Holders)
+}
+
+// A holder that expires with a queue behind it: the first waiter to look
+// again grants the head, which may be itself.
+func TestExpiredHolderIsPassedOnByTheNextLook(t *testing.T) {
+	ctx, rdb, l := setup(t, "expired")
+	_, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
+	require.NoError(t, err)
+	subB, wB := subscribed(t, rdb, l, "b")
+	_, wC := subscribed(t, rdb, l, "c")
+	for owner, w := range map[string]Waiter{"B": wB} {
+		_, err := l.AcquireNew(ctx, rdb, owner, testLease, w)
+		require.NoError(t, err)
+	}
+	_, err = l.AcquireNew(ctx, rdb, "C", testLease, wC)
+	require.NoError(t, err)
+	require.NoError(t, rdb.Del(ctx, l.Hash).Err()) // the lease ran out
+
+	r, err := l.AcquireNew(ctx, rdb, "C", testLease, wC) // C looks first
+	require.NoError(t, err)
+	require.False(t, r.Acquired, "C is behind B")
+	g := receiveGrant(t, subB)
+	require.Equal(t, "b", g.Waiter)
+
+	require.NoError(t, rdb.Del(ctx, l.Hash).Err())
+	r, err = l.AcquireNew(ctx, rdb, "C", testLease, wC) // now C is the head
+	require.NoError(t, err)
+	require.True(t, r.Acquired, "the head's own look takes it, with no message")
+}
+
+// A waiter that gives up leaves the queue; one granted meanwhile passes the
+// lock on in the same script. Leaving twice is harmless.
+func TestLeave(t *testing.T) {
+	ctx, rdb, l := setup(t, "leave")
+	a, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
+	require.NoError(t, err)
+	_, wB := subscribed(t, rdb, l, "b")
+	subC, wC := subscribed(t, rdb, l, "c")
+	_, err = l.AcquireNew(ctx, rdb, "B", testLease, wB)
+	require.NoError(t, err)
+	_, err = l.AcquireNew(ctx, rdb, "C", testLease, wC)
+	require.NoError(t, err)
+
+	_, err = l.Release(ctx, rdb, "A", a.Token, "rel")
+	require.NoError(t, err) // B is granted, but gives up before it hears
+	for i := range 2 {
+		passed, err := l.Leave(ctx, rdb, wB, "B")
+		require.NoError(t, err)
+		require.Equal(t, i == 0, passed, "leave %d", i)
+	}
+	g := receiveGrant(t, subC)
+	require.Equal(t, "c", g.Waiter)
+
+	_, wD := subscribed(t, rdb, l, "d")
+	_, err = l.AcquireNew(ctx, rdb, "D", testLease, wD)
+	require.NoError(t, err)
+	passed, err := l.Leave(ctx, rdb, wD, "D")
+	require.NoError(t, err)
+	require.False(t, passed)
+	require.Zero(t, rdb.LLen(ctx, l.Queue).Val())
+	require.Zero(t, rdb.HLen(ctx, l.Waiters).Val())
+}
+
+// Tokens rise with every grant, as with every acquire.
+func TestGrantTokensRise(t *testing.T) {
+	ctx, rdb, l := setup(t, "tokens")
+	r, err := l.AcquireNew(ctx, rdb, "o0", testLease, Waiter{})
+	require.NoError(t, err)
+	last, owner := r.Token, "o0"
+	for i := 1; i <= 20; i++ {
+		sub, w := subscribed(t, rdb, l, fmt.Sprint("w", i))
+		next := fmt.Sprint("o", i)
+		_, err := l.AcquireNew(ctx, rdb, next, testLease, w)
+		require.NoError(t, err)
+		_, err = l.Release(ctx, rdb, owner, last, fmt.Sprint("r", i))
+		require.NoError(t, err)
+		g := receiveGrant(t, sub)
+		require.Greater(t, g.Token, last)
+		last, owner = g.Token, next
+	}
+}
+
+func TestParseGrantRejectsOtherMessages(t *testing.T) {
+	for _, msg := range []string{"", "w1", "w1 {}", `w1 {"t":"x","o":"A","k":"baton:{n}"}`, `w1 {"t":"1","o":"A","k":"nobrace"}`, ` {"t":"1","o":"A","k":"b:{n}"}`} {
+		_, err := ParseGrant(msg)
+		require.Error(t, err, "%q", msg)
+	}
+	g, err := ParseGrant(`w1 {"t":"1795476559178986","o":"job 7","k":"app:{a b}"}`)
+	require.NoError(t, err)
+	require.Equal(t, Grant{Waiter: "w1", Lock: "a b", Token: 1795476559178986, Owner: "job 7"}, g)
+}

@@ -1,0 +1,170 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/batonlock/baton/notify"
+	"github.com/batonlock/baton/reentrant"
+)
+
+// wait is the baton pass, seen from a waiter. The call subscribes under its
+// own waiter ID, then queues in Redis with one acquire; the release that
+// frees the lock grants it to the oldest live waiter in the same script and
+// publishes one message addressed to it. The grant is the wake-up: Lock
+// returns on that message, with no further round trip.
+//
+// The order is what makes it safe: the subscription is confirmed before the
+// waiter queues, so a grant published after it queued reaches it, and a
+// grant that finds it gone is passed on (by its leave, or by the client's
+// Unclaimed handler). The waiter looks again, with the same acquire, after
+// a resync (its connection was lost: a grant may have been missed), when the
+// holder's lease should have run out (the first to look grants the head of
+// the queue), and every lease/3: each look that finds it still queued is a
+// moment known to precede its grant, so a grant arrives with at least 2/3
+// of its lease left to rely on.
+func (a *attempt) wait(ctx context.Context) (*Lock, error) {
+	if a.c.afterFirstAttempt != nil {
+		a.c.afterFirstAttempt()
+	}
+	w := reentrant.Waiter{ID: randomHex(8), Channel: a.keys.GrantChannel(a.c.id)}
+	sub, err := a.c.grants.subscribe(ctx, a.c.hub, w)
+	if err != nil {
+		return nil, a.waitError(err)
+	}
+	defer sub.Close()
+	for {
+		l, ttl, err := a.try(ctx, w)
+		if l != nil || err != nil {
+			return l, err
+		}
+		d, err := sub.Wait(ctx, min(untilExpiry(ttl), a.lease/3))
+		switch {
+		case err == nil && !d.Resync:
+			if l := a.granted(ctx, w, d.Payload); l != nil {
+				return l, nil
+			}
+		case err == nil, errors.Is(err, notify.ErrWaitTimeout):
+			// A resync, or time to look again.
+		default:
+			a.c.background(func() { a.leave(w) })
+			return nil, a.waitError(err)
+		}
+	}
+}
+
+// granted turns a grant message for w into a handle. A grant that is not
+// for this call (a stray one) or whose validity has already passed is given
+// back, and the wait goes on.
+func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload string) *Lock {
+	g, err := reentrant.ParseGrant(w.ID + " " + payload)
+	if err != nil || g.Owner != a.owner || g.Lock != a.keys.Name || a.queuedAt.IsZero() {
+		return nil
+	}
+	l, _, err := a.hold(ctx, g.Token, a.queuedAt, HandedOff)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// untilExpiry is how long to wait for a holder whose PTTL read ttl. Redis
+// keeps a key through the whole millisecond in which it expires, and PTTL
+// reads 0 there; a look must not land in it, so the wait runs a millisecond
+// past. A negative PTTL means the key has no expiry at all.
+func untilExpiry(ttl time.Duration) time.Duration {
+	if ttl < 0 {
+		return unknownTTLWait
+	}
+	return ttl + time.Millisecond
+}
+
+// leave takes w out of the queue, bounded in time; if it was granted the
+// lock meanwhile, the same script passes it on.
+func (a *attempt) leave(w reentrant.Waiter) {
+	if w.ID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	defer cancel()
+	_, _ = a.keys.Leave(ctx, a.c.rdb, w, a.owner)
+}
+
+// giveBack releases a grant of token that arrived dead, so that it passes
+// on at once. If the release cannot be confirmed within ctx it goes on in
+// the background, and a call with an owner of its own takes a new one: its
+// next look must not find the dead grant and report it as its own.
+func (a *attempt) giveBack(ctx context.Context, token uint64) {
+	if _, err := a.keys.Release(ctx, a.c.rdb, a.owner, token, newRequestID()); err == nil {
+		return
+	}
+	owner := a.owner
+	a.c.background(func() { a.release(owner, token) })
+	if a.newOwner {
+		a.owner = a.c.newOwner()
+	}
+}
+
+// grantLine keeps the client's grant channel subscribed for the client's
+// lifetime where one channel serves the grants of every lock (a single
+// node, or PUBLISH on a cluster): after the first wait, a wait costs no
+// SUBSCRIBE. With SPUBLISH the channel is per lock and lives as long as the
+// lock has waiters here.
+type grantLine struct {
+	perLock bool
+
+	mu   sync.Mutex           // guards kept
+	kept *notify.Subscription // the lifetime reference, once made
+}
+
+// subscribe subscribes waiter w to its grant channel, returning once
+// Redis has confirmed the subscription.
+func (g *grantLine) subscribe(ctx context.Context, hub *notify.Hub, w reentrant.Waiter) (*notify.Subscription, error) {
+	if !g.perLock {
+		if err := g.keep(ctx, hub, w.Channel); err != nil {
+			return nil, err
+		}
+	}
+	return hub.Subscribe(ctx, w.Channel, w.ID)
+}
+
+func (g *grantLine) keep(ctx context.Context, hub *notify.Hub, channel string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.kept != nil {
+		return nil
+	}
+	sub, err := hub.Subscribe(ctx, channel, "")
+	if err == nil {
+		g.kept = sub // closed with the hub
+	}
+	return err
+}
+
+// unclaimedGrant is the hub's Unclaimed handler: a grant reached this
+// client for a waiter that has gone. Unless the waiter took the hold all
+// the same (a look found it before the message came), the grant is passed
+// on.
+func (c *Client) unclaimedGrant(_, msg string) {
+	g, err := reentrant.ParseGrant(msg)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	h := c.holds[holdKey{g.Lock, g.Owner}]
+	c.mu.Unlock()
+	if h != nil && h.token == g.Token {
+		return
+	}
+	keys, err := c.lockKeys(g.Lock)
+	if err != nil {
+		return
+	}
+	c.background(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+		defer cancel()
+		_, _ = keys.Release(ctx, c.rdb, g.Owner, g.Token, newRequestID())
+	})
+}
