@@ -27,6 +27,54 @@ func TestOnCluster(t *testing.T) {
 	t.Run("ReentrancyAndWakeOnAnotherShard", func(t *testing.T) { testReentrancyOnAnotherShard(t, cl) })
 	t.Run("WatchdogRenewsOnEveryShard", func(t *testing.T) { testWatchdogOnEveryShard(t, cl) })
 	t.Run("SlotMigrationMidWait", func(t *testing.T) { testSlotMigrationMidWait(t, cl) })
+	t.Run("FIFOQueueAcrossASlotMigration", func(t *testing.T) { testFIFOAcrossSlotMigration(t, cl) })
+}
+
+// Three clients queue, in order, on a lock whose slot then moves to another
+// master, queue included. Once their subscriptions have followed, the
+// releases hand the lock down the queue in arrival order. (A grant made
+// while a waiter's subscription is still moving finds it deaf and skips it;
+// it queues again on its resync, and still gets the lock.)
+func testFIFOAcrossSlotMigration(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t)
+	from, to := cl.Nodes[2], cl.Nodes[0]
+	name := cl.TagOn(t, from, "fifo-")
+	holder := clusterClient(t, cl.ClusterClient())
+	l, err := holder.Lock(ctx, name, WithLease(longLease))
+	require.NoError(t, err)
+	queued := func(n int64) {
+		t.Helper()
+		require.Eventually(t, func() bool { return holder.rdb.LLen(ctx, lockKey(name)+":queue").Val() == n },
+			10*time.Second, 2*time.Millisecond)
+	}
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	var channels []string
+	for i := range 3 {
+		c := clusterClient(t, cl.ClusterClient())
+		channels = append(channels, lockKey(name)+":grant:"+c.id)
+		wg.Go(func() {
+			got, err := c.Lock(ctx, name)
+			if !assertNoError(t, err) {
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			assertNoError(t, got.Unlock(ctx))
+		})
+		queued(int64(i + 1))
+	}
+	cl.MigrateSlot(t, slot.Of(name), to)
+	queued(3) // the queue moved with the lock
+	for _, ch := range channels {
+		require.Eventually(t, func() bool { return to.Admin().PubSubShardNumSub(ctx, ch).Val()[ch] == 1 },
+			10*time.Second, 5*time.Millisecond, "the waiter subscribes again on the new master")
+	}
+	require.NoError(t, l.Unlock(ctx))
+	wg.Wait()
+	require.Equal(t, []int{0, 1, 2}, order, "acquisition order is arrival order")
 }
 
 // clusterClient is a Client on a cluster connection pool of its own, like a

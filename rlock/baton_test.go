@@ -1,0 +1,178 @@
+package rlock
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/reentrant/redistest"
+)
+
+// The baton pass (issue 10): FIFO across processes, the grant inside the
+// release, and every way a waiter can vanish.
+
+// receive returns a background Lock's result, failing after fast.
+func receive(t *testing.T, res <-chan acquired) *Lock {
+	t.Helper()
+	select {
+	case r := <-res:
+		require.NoError(t, r.err)
+		return r.lock
+	case <-time.After(fast):
+		t.Fatal("the waiter did not get the lock")
+		return nil
+	}
+}
+
+// Six clients arrive 80 ms apart while the lock is held: they get it in the
+// order they came, each from the release before it.
+func TestFIFOAcrossClients(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	holder := newClient(t, srv)
+	l, err := holder.Lock(ctx, "fifo", WithLease(longLease))
+	require.NoError(t, err)
+	const n = 6
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range n {
+		c := newClient(t, srv)
+		wg.Go(func() {
+			got, err := c.Lock(ctx, "fifo")
+			if !assertNoError(t, err) {
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			assertNoError(t, got.Unlock(ctx))
+		})
+		waitForQueued(t, srv, "fifo", int64(i+1))
+		time.Sleep(80 * time.Millisecond)
+	}
+	require.NoError(t, l.Unlock(ctx))
+	wg.Wait()
+	require.Equal(t, []int{0, 1, 2, 3, 4, 5}, order, "acquisition order is arrival order")
+}
+
+// A waiter that gives up leaves the queue: the next one gets the release.
+func TestCancelledWaiterIsSkipped(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rdb := admin(t, srv)
+	holder, a, b := newClient(t, srv), newClient(t, srv), newClient(t, srv)
+	l, err := holder.Lock(ctx, "skip", WithLease(longLease))
+	require.NoError(t, err)
+	actx, cancel := context.WithCancel(ctx)
+	first := lockInBackground(actx, a, "skip")
+	waitForQueued(t, srv, "skip", 1)
+	second := lockInBackground(ctx, b, "skip")
+	waitForQueued(t, srv, "skip", 2)
+	cancel()
+	require.ErrorIs(t, (<-first).err, context.Canceled)
+	waitForQueued(t, srv, "skip", 1)
+	require.NoError(t, l.Unlock(ctx))
+	got := receive(t, second)
+	require.Equal(t, "1", rdb.HGet(ctx, lockKey("skip"), got.Owner()).Val())
+	require.NoError(t, got.Unlock(ctx))
+}
+
+// A waiter in a process that is killed while queued costs nothing but one
+// skipped entry: the next waiter gets the release at once, with no lease or
+// timeout in between.
+func TestKilledWaiterIsSkippedAtTheRelease(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rdb := admin(t, srv)
+	holder, b := newClient(t, srv), newClient(t, srv)
+	l, err := holder.Lock(ctx, "dead-waiter", WithLease(longLease))
+	require.NoError(t, err)
+	ch := startHolder(t, srv, "dead-waiter", longLease) // it waits: the lock is held
+	waitForQueued(t, srv, "dead-waiter", 1)
+	second := lockInBackground(ctx, b, "dead-waiter")
+	waitForQueued(t, srv, "dead-waiter", 2)
+	ch.kill()
+	require.Eventually(t, func() bool {
+		list, err := rdb.ClientList(ctx).Result()
+		return err == nil && !strings.Contains(list, "name="+childClientName)
+	}, 5*time.Second, 5*time.Millisecond, "the dead waiter's connections are gone")
+
+	released := time.Now()
+	require.NoError(t, l.Unlock(ctx))
+	got := receive(t, second)
+	t.Logf("the next waiter got the lock %v after the release", time.Since(released))
+	require.Zero(t, rdb.LLen(ctx, lockKey("dead-waiter")+":queue").Val(), "the dead entry was dropped")
+	require.NoError(t, got.Unlock(ctx))
+}
+
+// Waiters sharing an owner through WithOwner are separate calls: they queue
+// one by one, and each gets the lock in turn, as one owner.
+func TestSharedOwnerWaitersQueueOneByOne(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	holder := newClient(t, srv)
+	l, err := holder.Lock(ctx, "shared", WithLease(longLease))
+	require.NoError(t, err)
+	job := WithOwner(ctx, "job-9")
+	first := lockInBackground(job, newClient(t, srv), "shared")
+	waitForQueued(t, srv, "shared", 1)
+	second := lockInBackground(job, newClient(t, srv), "shared")
+	waitForQueued(t, srv, "shared", 2)
+	require.NoError(t, l.Unlock(ctx))
+	a := receive(t, first)
+	require.Equal(t, "job-9", a.Owner())
+	select {
+	case <-second:
+		t.Fatal("the second caller of the owner skipped the queue")
+	case <-time.After(100 * time.Millisecond):
+	}
+	require.NoError(t, a.Unlock(ctx))
+	b := receive(t, second)
+	require.Greater(t, b.Token(), a.Token())
+	require.NoError(t, b.Unlock(ctx))
+}
+
+// A storm: 16 clients, no hold time. No two holders, and every client gets
+// a fair share.
+func TestStormIsExclusiveAndFair(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	const clients = 16
+	var inside, most atomic.Int32
+	counts := make([]int, clients)
+	deadline := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := newClient(t, srv)
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				l, err := c.Lock(ctx, "storm")
+				if !assertNoError(t, err) {
+					return
+				}
+				if n := inside.Add(1); n > most.Load() {
+					most.Store(n)
+				}
+				inside.Add(-1)
+				counts[i]++
+				if !assertNoError(t, l.Unlock(ctx)) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lo, hi := counts[0], counts[0]
+	for _, n := range counts {
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	t.Logf("acquisitions per client: %v", counts)
+	require.EqualValues(t, 1, most.Load(), "two holders at once")
+	require.GreaterOrEqual(t, float64(lo)/float64(hi), 0.8, "fairness min/max")
+}
