@@ -25,33 +25,76 @@ import (
 // the queue), and every lease/3: each look that finds it still queued is a
 // moment known to precede its grant, so a grant arrives with at least 2/3
 // of its lease left to rely on.
-func (a *attempt) wait(ctx context.Context) (*Lock, error) {
+func (a *attempt) wait(ctx context.Context, q *queued, holderTTL time.Duration) (*Lock, error) {
 	if a.c.afterFirstAttempt != nil {
 		a.c.afterFirstAttempt()
 	}
-	w := reentrant.Waiter{ID: randomHex(8), Channel: a.keys.GrantChannel(a.c.id)}
-	sub, err := a.c.grants.subscribe(ctx, a.c.hub, w)
-	if err != nil {
-		return nil, a.waitError(err)
-	}
-	defer sub.Close()
-	for {
-		l, ttl, err := a.try(ctx, w)
-		if l != nil || err != nil {
-			return l, err
+	look := q == nil // not queued yet: look at once
+	if look {
+		var err error
+		if q, err = a.join(ctx, true); err != nil {
+			return nil, a.waitError(err)
 		}
-		d, err := sub.Wait(ctx, min(untilExpiry(ttl), a.lease/3))
+	}
+	defer q.close()
+	for {
+		if look {
+			l, ttl, err := a.try(ctx, q.w)
+			if l != nil || err != nil {
+				return l, err
+			}
+			holderTTL = ttl
+		}
+		d, err := q.sub.Wait(ctx, min(untilExpiry(holderTTL), a.lease/3))
+		look = true // whatever woke it, look again unless it is the grant
 		switch {
 		case err == nil && !d.Resync:
-			if l := a.granted(ctx, w, d.Payload); l != nil {
+			if l := a.granted(ctx, q.w, d.Payload); l != nil {
 				return l, nil
 			}
 		case err == nil, errors.Is(err, notify.ErrWaitTimeout):
 			// A resync, or time to look again.
 		default:
-			a.c.background(func() { a.leave(w) })
+			a.c.background(func() { a.leave(q.w) })
 			return nil, a.waitError(err)
 		}
+	}
+}
+
+// queued is a call that may wait: its waiter ID and the subscription its
+// grant comes on.
+type queued struct {
+	w   reentrant.Waiter
+	sub *notify.Subscription
+}
+
+// join makes the call a waiter, subscribed to its grant channel. Unless
+// subscribe is set, it does so only where that costs no round trip (the
+// client's grant channel is subscribed for good), and returns nil
+// otherwise.
+func (a *attempt) join(ctx context.Context, subscribe bool) (*queued, error) {
+	if !subscribe && !a.c.grants.ready() {
+		return nil, nil
+	}
+	w := reentrant.Waiter{ID: randomHex(8), Channel: a.keys.GrantChannel(a.c.id)}
+	sub, err := a.c.grants.subscribe(ctx, a.c.hub, w)
+	if err != nil {
+		return nil, err
+	}
+	return &queued{w: w, sub: sub}, nil
+}
+
+// waiter is the waiter to queue as, none for a call that does not wait.
+func (q *queued) waiter() reentrant.Waiter {
+	if q == nil {
+		return reentrant.Waiter{}
+	}
+	return q.w
+}
+
+func (q *queued) close() {
+	if q != nil {
+		q.sub.Close()
 	}
 }
 
@@ -117,6 +160,16 @@ type grantLine struct {
 
 	mu   sync.Mutex           // guards kept
 	kept *notify.Subscription // the lifetime reference, once made
+}
+
+// ready reports whether a waiter can subscribe with no round trip.
+func (g *grantLine) ready() bool {
+	if g.perLock {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.kept != nil
 }
 
 // subscribe subscribes waiter w to its grant channel, returning once

@@ -90,12 +90,21 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	if a.via != nil {
 		return a.reenter(ctx)
 	}
-	// The uncontended path is this one script call.
-	l, _, err := a.try(ctx, reentrant.Waiter{})
+	// The uncontended path is this one script call. Once the client's
+	// grant channel is subscribed for good, a call that may wait is already
+	// a waiter in it, and queues in the same call if the lock is held.
+	var q *queued
+	if blocking || lc.waitIsSet {
+		if q, err = a.join(ctx, false); err != nil {
+			return nil, a.waitError(err)
+		}
+	}
+	l, ttl, err := a.try(ctx, q.waiter())
 	if l != nil || err != nil {
+		q.close()
 		return l, err
 	}
-	if !blocking && !lc.waitIsSet {
+	if q == nil && !blocking && !lc.waitIsSet {
 		return nil, a.notObtained(nil)
 	}
 	waitCtx := ctx
@@ -104,7 +113,7 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 		waitCtx, cancel = context.WithTimeout(ctx, lc.wait)
 		defer cancel()
 	}
-	return a.observeWait(func() (*Lock, error) { return a.wait(waitCtx) })
+	return a.observeWait(func() (*Lock, error) { return a.wait(waitCtx, q, ttl) })
 }
 
 // reenter re-enters the hold of a.via, once no other re-entry through a.via

@@ -24,7 +24,10 @@ local function leaveQueue()
   end
 end
 
-local count = redis.call('hget', hash, owner)
+-- PTTL first: on the uncontended path the lock is free, and then nobody
+-- holds it, this owner included.
+local pttl = redis.call('pttl', hash)
+local count = pttl ~= -2 and redis.call('hget', hash, owner)
 if count then
   local token = redis.call('get', fence)
   if ARGV[4] == '1' then
@@ -52,7 +55,7 @@ if count then
   leaveQueue()
   count = redis.call('hincrby', hash, owner, 1)
   -- Re-entry never shortens the lease an outer hold already has.
-  if redis.call('pttl', hash) < tonumber(lease) then
+  if pttl < tonumber(lease) then
     redis.call('pexpire', hash, lease)
   end
   redis.call('set', req, string.format('%d:%s', count, token), 'px', ARGV[3])
@@ -62,7 +65,6 @@ if ARGV[5] ~= '0' then
   return {-1}
 end
 
-local pttl = redis.call('pttl', hash)
 if pttl == -2 then
   -- Free. Nobody barges past a waiting queue: its head gets the lock,
   -- which may be the caller.
@@ -71,7 +73,7 @@ if pttl == -2 then
     return {1, 1, token}
   end
   if not id then
-    token = take(hash, fence, owner, lease)
+    token = take(hash, fence, owner, lease, nil, false)
     if ARGV[4] ~= '1' then
       redis.call('set', req, string.format('1:%d', token), 'px', ARGV[3])
     end

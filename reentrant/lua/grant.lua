@@ -26,10 +26,13 @@ local function nextToken(fence)
 end
 
 -- take makes owner the holder of the lock, with lease ms and a new token,
--- and returns the token. Whatever hold was left in the hash is gone.
-local function take(hash, fence, owner, lease, token)
+-- and returns the token. With clear, whatever hold was left in the hash
+-- goes first.
+local function take(hash, fence, owner, lease, token, clear)
   token = token or nextToken(fence)
-  redis.call('del', hash)
+  if clear then
+    redis.call('del', hash)
+  end
   redis.call('hset', hash, owner, 1)
   redis.call('pexpire', hash, lease)
   redis.call('set', fence, string.format('%d', token))
@@ -67,7 +70,7 @@ local function grant(hash, fence, queue, waiters, granted, publish, self)
     if w then
       redis.call('hdel', waiters, id)
       if received > 0 then
-        take(hash, fence, w.o, w.l, token)
+        take(hash, fence, w.o, w.l, token, true)
         -- A waiter that missed the message finds its grant here.
         redis.call('set', granted, id .. ' ' .. string.format('%d', token), 'px', w.l)
         return id, token
