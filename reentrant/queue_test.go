@@ -18,7 +18,7 @@ func TestReleaseGrantsTheOldestLiveWaiter(t *testing.T) {
 
 	subB, wB := subscribed(t, rdb, l, "b")
 	_, wDead := subscribed(t, rdb, l, "dead")
-	subC, wC := subscribed(t, rdb, l, "c")
+	_, wC := subscribed(t, rdb, l, "c")
 	for _, q := range []struct {
 		owner string
 		w     Waiter
@@ -53,7 +53,7 @@ func TestReleaseGrantsTheOldestLiveWaiter(t *testing.T) {
 
 	// The dead waiter's client is gone: the next release skips it.
 	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
-	subC, _ = subscribed(t, rdb, l, "c") // C's client comes back and re-subscribes
+	subC, _ := subscribed(t, rdb, l, "c") // C's client comes back and re-subscribes
 	rel, err = l.Release(ctx, rdb, "B", g.Token, "rel-b")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)

@@ -107,22 +107,22 @@ func (w *watched) onLost(cause error) {
 	w.calls++
 }
 
-// loss returns when onLost was last called, with what, and how many times.
-func (w *watched) loss() (time.Time, error, int) {
+// loss returns when onLost was last called, how many times, and with what.
+func (w *watched) loss() (time.Time, int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.at, w.cause, w.calls
+	return w.at, w.calls, w.cause
 }
 
 func (w *watched) requireLive(t *testing.T) {
 	t.Helper()
-	_, cause, n := w.loss()
+	_, n, cause := w.loss()
 	require.Zero(t, n, "onLost called with %v", cause)
 }
 
 func (w *watched) requireLostAt(t *testing.T, at time.Time, target error) {
 	t.Helper()
-	when, cause, n := w.loss()
+	when, n, cause := w.loss()
 	require.Equal(t, 1, n, "onLost calls")
 	require.Equal(t, at, when, "loss time")
 	require.ErrorIs(t, cause, target)

@@ -90,7 +90,7 @@ func TestTransientErrorsRetriedUntilDeadline(t *testing.T) {
 		down.requireLive(t)
 		sleepUntil(t0.Add(lease))
 		down.requireLostAt(t, t0.Add(lease), watchdog.ErrExpired)
-		_, cause, _ := down.loss()
+		_, _, cause := down.loss()
 		require.ErrorIs(t, cause, errTransient, "the last renew error stays visible")
 		require.Equal(t, []time.Time{t0.Add(tick), t0.Add(2 * tick)}, f.callsWith("down"))
 
@@ -118,7 +118,7 @@ func TestWrongResultCountIsTransient(t *testing.T) {
 		sleepUntil(t0.Add(lease))
 
 		w.requireLostAt(t, t0.Add(lease), watchdog.ErrExpired)
-		_, cause, _ := w.loss()
+		_, _, cause := w.loss()
 		require.ErrorContains(t, cause, "renew returned 0 results for 1 items")
 		require.Len(t, f.recorded(), 2)
 	})
@@ -178,7 +178,7 @@ func TestHangingRenewStillLosesAtDeadline(t *testing.T) {
 		sleepUntil(t0.Add(2*tick + tick/2))
 
 		w.requireLostAt(t, t0.Add(2*tick+tick/2), watchdog.ErrExpired)
-		_, cause, _ := w.loss()
+		_, _, cause := w.loss()
 		require.ErrorIs(t, cause, context.DeadlineExceeded, "the first call's timeout is the last error")
 		mu.Lock()
 		require.Equal(t, 1, inFlight, "loss did not wait for the hanging call")

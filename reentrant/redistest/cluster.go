@@ -247,26 +247,34 @@ func (c *Cluster) agreement(ctx context.Context, check func(slots []*Node) error
 // slotOwners maps each slot to the node that serves it in node's view; nil
 // where that view has no master for it.
 func (c *Cluster) slotOwners(ctx context.Context, node *Node) ([]*Node, error) {
-	ranges, err := node.admin.ClusterSlots(ctx).Result()
+	shards, err := node.admin.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("CLUSTER SLOTS on %s: %w", node.Addr, err)
+		return nil, fmt.Errorf("CLUSTER SHARDS on %s: %w", node.Addr, err)
 	}
 	owners := make([]*Node, slot.Count)
-	for _, r := range ranges {
-		if len(r.Nodes) == 0 {
-			continue
-		}
+	for _, sh := range shards {
 		var master *Node
-		for _, n := range c.Nodes {
-			if n.Addr == r.Nodes[0].Addr {
-				master = n
+		for _, sn := range sh.Nodes {
+			if sn.Role != "master" {
+				continue
+			}
+			addr := fmt.Sprintf("%s:%d", sn.IP, sn.Port)
+			for _, n := range c.Nodes {
+				if n.Addr == addr {
+					master = n
+				}
+			}
+			if master == nil {
+				return nil, fmt.Errorf("%s names an unknown master %s", node.Addr, addr)
 			}
 		}
 		if master == nil {
-			return nil, fmt.Errorf("%s names an unknown master %s", node.Addr, r.Nodes[0].Addr)
+			continue
 		}
-		for s := r.Start; s <= r.End && s < slot.Count; s++ {
-			owners[s] = master
+		for _, r := range sh.Slots {
+			for s := r.Start; s <= r.End && s < slot.Count; s++ {
+				owners[s] = master
+			}
 		}
 	}
 	return owners, nil
