@@ -33,10 +33,14 @@ type Namespace struct {
 	// Sharded publishes grants with SPUBLISH (Redis 7 sharded pub/sub)
 	// instead of PUBLISH, on channels in the lock's slot.
 	Sharded bool
-	// Cluster says the server is a cluster. With PUBLISH there, a grant's
-	// receiver count is only this node's, so it cannot tell a dead waiter
-	// from one listening on another node: every waiter is taken as live.
-	Cluster bool
+	// ReceiversElsewhere says a waiter's subscription may be on another node
+	// than the one that runs the grant, while the message still reaches it:
+	// PUBLISH on a cluster (it reaches every node, but counts this one's
+	// receivers), or a Sentinel client whose connections may still be on a
+	// demoted master (replicas get the masters' messages). The receiver
+	// count cannot judge liveness then, and a grant is not withheld on it:
+	// every waiter is taken as live, and a dead one costs its lease.
+	ReceiversElsewhere bool
 	// RequestTTL is how long request results are kept for replay; zero means
 	// DefaultRequestTTL.
 	RequestTTL time.Duration
@@ -106,8 +110,8 @@ func (ns Namespace) Keys(name string) (Keys, error) {
 	switch {
 	case ns.Sharded:
 		publish, grantPrefix = "spublish", hash+":grant:"
-	case ns.Cluster:
-		publish = "publish-cluster"
+	case ns.ReceiversElsewhere:
+		publish = "publish-anywhere"
 	}
 	return Keys{
 		Name:          name,

@@ -65,7 +65,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	sharded := isCluster && !cfg.classicPubSub
-	ns := reentrant.Namespace{Prefix: cfg.prefix, Sharded: sharded, Cluster: isCluster, RequestTTL: requestTTL(rdb)}
+	ns := reentrant.Namespace{
+		Prefix:             cfg.prefix,
+		Sharded:            sharded,
+		ReceiversElsewhere: (isCluster && !sharded) || isFailover(rdb),
+		RequestTTL:         requestTTL(rdb),
+	}
 	if _, err := ns.Keys("probe"); err != nil {
 		return nil, lower(err)
 	}
@@ -119,6 +124,13 @@ func clientKind(rdb redis.UniversalClient) (cluster bool, err error) {
 		}
 	}
 	return false, fmt.Errorf("%w: %T", ErrUnsupportedClient, rdb)
+}
+
+// isFailover reports whether rdb is a Sentinel client (redis.NewFailoverClient),
+// which go-redis marks by that Addr.
+func isFailover(rdb redis.UniversalClient) bool {
+	c, ok := rdb.(*redis.Client)
+	return ok && c.Options().Addr == "FailoverClient"
 }
 
 // renew is the watchdog's batch: one pipeline of renew scripts.

@@ -9,9 +9,10 @@
 -- shard's master. A waiter nobody received is dropped and the next is
 -- tried, up to grantTries per script; a lock left free with waiters behind
 -- it is granted by the next script that finds it so (a waiter's re-check).
--- On a cluster, PUBLISH ('publish-cluster') counts only the receivers on
--- this node while the message reaches every node, so the count cannot
--- judge liveness there: the head is granted as live.
+-- Where a waiter may listen on another node than this one
+-- ('publish-anywhere': PUBLISH on a cluster, or a Sentinel client on a
+-- demoted master), the count misses receivers the message still reaches,
+-- and a message sent is a promise: the head is granted as live.
 --
 -- The grant is published before any write, so a missing channel permission
 -- aborts the script with the lock as it was.
@@ -58,7 +59,7 @@ local function grant(hash, fence, queue, waiters, granted, publish, self)
       else
         -- The token goes as a string: cjson would round it.
         local msg = id .. ' ' .. cjson.encode({t = string.format('%d', token), o = w.o, k = hash})
-        if publish == 'publish-cluster' then
+        if publish == 'publish-anywhere' then
           redis.call('publish', w.c, msg)
           received = 1
         else

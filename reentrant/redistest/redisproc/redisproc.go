@@ -46,6 +46,9 @@ type Config struct {
 	Dir string
 	// Args are appended to the command line, e.g. "--cluster-enabled", "yes".
 	Args []string
+	// ConfFile, if set, is the configuration file, which comes first on the
+	// command line: a sentinel needs one it can rewrite.
+	ConfFile string
 }
 
 // Server is one redis-server process listening on 127.0.0.1, without
@@ -58,6 +61,7 @@ type Server struct {
 
 	bin, dir string
 	ownDir   bool
+	conf     string
 	args     []string
 	cmd      *exec.Cmd
 	done     chan struct{} // closed when cmd has exited
@@ -66,7 +70,7 @@ type Server struct {
 // Start launches redis-server on a free loopback port and returns once it
 // answers PING. The caller must Stop it.
 func Start(cfg Config) (*Server, error) {
-	s := &Server{bin: cfg.Bin, dir: cfg.Dir, args: cfg.Args}
+	s := &Server{bin: cfg.Bin, dir: cfg.Dir, conf: cfg.ConfFile, args: cfg.Args}
 	if s.bin == "" {
 		var err error
 		if s.bin, err = LookPath(); err != nil {
@@ -108,14 +112,18 @@ func FreePort() (int, error) {
 }
 
 func (s *Server) launch() error {
-	argv := []string{
+	var argv []string
+	if s.conf != "" {
+		argv = append(argv, s.conf)
+	}
+	argv = append(argv,
 		"--port", strconv.Itoa(s.Port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", s.dir,
 		"--logfile", filepath.Join(s.dir, "redis.log"),
-	}
+	)
 	cmd := exec.Command(s.bin, append(argv, s.args...)...)
 	cmd.Dir = s.dir
 	var stderr bytes.Buffer

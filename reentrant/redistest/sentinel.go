@@ -1,0 +1,161 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+)
+
+// SentinelMaster is the master name the test sentinel monitors.
+const SentinelMaster = "baton-test"
+
+// Sentinel is a Sentinel deployment for tests: one master, one replica of
+// it, and one sentinel that monitors them, all on loopback, all stopped when
+// the test ends.
+type Sentinel struct {
+	// Master and Replica are the data servers as started; after Failover
+	// their roles are swapped.
+	Master, Replica *Server
+	// Addr is the sentinel's address.
+	Addr string
+
+	tb    testing.TB
+	proc  *redisproc.Server
+	admin *redis.Client // of the sentinel itself
+}
+
+// StartSentinel starts a master, a replica that has synced with it, and a
+// sentinel that knows both.
+func StartSentinel(tb testing.TB) *Sentinel {
+	tb.Helper()
+	master := Start(tb)
+	replica := Start(tb, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	s := &Sentinel{Master: master, Replica: replica, tb: tb}
+	s.await(func(ctx context.Context) bool {
+		info, err := replica.Admin().Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, "the replica syncs with the master")
+
+	dir := tb.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	monitor := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds %[1]s 1000\n"+
+		"sentinel failover-timeout %[1]s 5000\n", SentinelMaster, master.Port)
+	if err := os.WriteFile(conf, []byte(monitor), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	proc, err := redisproc.Start(redisproc.Config{Bin: Binary(tb), Dir: dir, ConfFile: conf, Args: []string{"--sentinel"}})
+	if err != nil {
+		tb.Fatalf("redistest: sentinel: %v", err)
+	}
+	tb.Cleanup(proc.Stop)
+	s.Addr, s.proc = proc.Addr, proc
+	s.admin = redis.NewClient(&redis.Options{Addr: s.Addr})
+	tb.Cleanup(func() { _ = s.admin.Close() })
+	s.awaitPromotable()
+	return s
+}
+
+// awaitPromotable waits until the sentinel has talked to the replica itself
+// and found it linked to its master: before that a failover has no replica
+// it may promote.
+func (s *Sentinel) awaitPromotable() {
+	s.tb.Helper()
+	s.await(func(ctx context.Context) bool {
+		replicas, err := s.admin.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
+		if err != nil || len(replicas) != 1 {
+			return false
+		}
+		state := map[string]any{}
+		switch r := replicas[0].(type) {
+		case map[any]any: // RESP3
+			for k, v := range r {
+				state[fmt.Sprint(k)] = v
+			}
+		case []any: // RESP2: field, value, ...
+			for i := 0; i+1 < len(r); i += 2 {
+				state[fmt.Sprint(r[i])] = r[i+1]
+			}
+		}
+		return state["flags"] == "slave" && state["master-link-status"] == "ok"
+	}, "the sentinel may promote the replica")
+}
+
+// FailoverClient returns a redis.NewFailoverClient on the sentinel, closed
+// at test end. Under ACLEnv=1 it logs in as the least-privilege user.
+func (s *Sentinel) FailoverClient() *redis.Client {
+	o := Options("")
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    SentinelMaster,
+		SentinelAddrs: []string{s.Addr},
+		Username:      o.Username,
+		Password:      o.Password,
+	})
+	s.tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// MasterAddr is the master's address as the sentinel names it.
+func (s *Sentinel) MasterAddr(ctx context.Context) (string, error) {
+	addr, err := s.admin.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster).StringSlice()
+	if err != nil || len(addr) != 2 {
+		return "", fmt.Errorf("redistest: sentinel master address: %v %w", addr, err)
+	}
+	return addr[0] + ":" + addr[1], nil
+}
+
+// Failover makes the sentinel promote the replica, and returns once the
+// sentinel names it as the master, it has taken the role, and the old
+// master has become its replica (so no write can land there any more);
+// Master and Replica are swapped.
+func (s *Sentinel) Failover() {
+	s.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.admin.Do(ctx, "SENTINEL", "FAILOVER", SentinelMaster).Err(); err != nil {
+		s.tb.Fatalf("redistest: SENTINEL FAILOVER: %v", err)
+	}
+	promoted := s.Replica
+	s.await(func(ctx context.Context) bool {
+		addr, err := s.MasterAddr(ctx)
+		if err != nil || addr != promoted.Addr {
+			return false
+		}
+		role, err := promoted.Admin().Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master"
+	}, "the replica is promoted")
+	// The sentinel converts the old master when its next INFO shows it
+	// still a master, up to 10s later; the harness does it at once.
+	demoted := s.Master
+	if err := demoted.Admin().ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(promoted.Port)).Err(); err != nil {
+		s.tb.Fatalf("redistest: REPLICAOF on the old master: %v", err)
+	}
+	s.await(func(ctx context.Context) bool {
+		role, err := demoted.Admin().Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "slave"
+	}, "the old master follows the new one")
+	s.Master, s.Replica = promoted, demoted
+}
+
+// await polls cond for up to 10 seconds, or fails the test with what.
+func (s *Sentinel) await(cond func(context.Context) bool, what string) {
+	s.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for !cond(ctx) {
+		select {
+		case <-ctx.Done():
+			s.tb.Fatalf("redistest: timed out waiting until %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
