@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,10 +97,7 @@ func TestKilledWaiterIsSkippedAtTheRelease(t *testing.T) {
 	second := lockInBackground(ctx, b, "dead-waiter")
 	waitForQueued(t, srv, "dead-waiter", 2)
 	ch.kill()
-	require.Eventually(t, func() bool {
-		list, err := rdb.ClientList(ctx).Result()
-		return err == nil && !strings.Contains(list, "name="+childClientName)
-	}, 5*time.Second, 5*time.Millisecond, "the dead waiter's connections are gone")
+	ch.awaitDisconnected(ctx, rdb)
 
 	released := time.Now()
 	require.NoError(t, l.Unlock(ctx))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/reentrant/redistest"
 )
@@ -241,4 +242,14 @@ func (ch *child) kill() {
 		<-ch.read
 		_ = ch.cmd.Wait()
 	})
+}
+
+// awaitDisconnected waits until the server has closed every connection of
+// the (killed) child: after that, nothing the child sent can still arrive.
+func (ch *child) awaitDisconnected(ctx context.Context, rdb *redis.Client) {
+	ch.t.Helper()
+	require.Eventually(ch.t, func() bool {
+		list, err := rdb.ClientList(ctx).Result()
+		return err == nil && !strings.Contains(list, "name="+childClientName)
+	}, 5*time.Second, 5*time.Millisecond, "the server still has the dead child's connections")
 }

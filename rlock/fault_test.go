@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -103,10 +102,7 @@ func TestHolderKilled(t *testing.T) {
 	ch.kill()
 	// A renewal the child sent just before it died may still be applied;
 	// once the server has seen its connections close, nothing more can.
-	require.Eventually(t, func() bool {
-		list, err := rdb.ClientList(ctx).Result()
-		return err == nil && !strings.Contains(list, "name="+childClientName)
-	}, 5*time.Second, 5*time.Millisecond, "the server still has the dead holder's connections")
+	ch.awaitDisconnected(ctx, rdb)
 	prev := time.Duration(math.MaxInt64)
 	for {
 		// One snapshot of the lease and the last token: once the waiter
