@@ -1,8 +1,11 @@
 package rlock
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,4 +167,32 @@ func BenchmarkLockUnlockObserver(b *testing.B) {
 			}
 		})
 	}
+}
+
+// WithLogger logs a wait longer than WithSlowWait at Debug, and a shorter
+// one not at all.
+func TestSlowWaitIsLoggedAtDebug(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := newClient(t, srv, WithLogger(logger), WithSlowWait(300*time.Millisecond))
+	holder := newClient(t, srv)
+	for _, hold := range []time.Duration{0, 500 * time.Millisecond} {
+		h, err := holder.Lock(ctx, "slow")
+		require.NoError(t, err)
+		go func() {
+			time.Sleep(hold)
+			_ = h.Unlock(ctx)
+		}()
+		l, err := c.Lock(ctx, "slow")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(ctx))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, strings.Count(logs.String(), "baton: slow wait"), "logs: %s", logs.String())
+	require.Contains(t, logs.String(), "level=DEBUG")
+	require.Contains(t, logs.String(), "lock=slow")
 }

@@ -68,6 +68,8 @@ func TestAdminDeleteSignalsLoss(t *testing.T) {
 		t.Fatal("no loss signal within a lease of the DEL")
 	}
 	require.ErrorIs(t, context.Cause(l.Context()), ErrLockLost)
+	require.EqualError(t, context.Cause(l.Context()), `rlock: lock "deleted" lost: renewal found it not held`,
+		"the lock named once, what happened said once")
 	require.ErrorIs(t, l.Unlock(ctx), ErrLockLost)
 	// The handler and the log run right after the contexts end.
 	require.Eventually(t, func() bool {
