@@ -7,12 +7,17 @@
 //
 // Instruments, under the meter "github.com/batonlock/baton/rlock/rlockotel":
 //
-//	baton.lock.wait.duration      histogram, s   waits that found the lock held; attribute outcome
-//	baton.lock.acquisitions       counter        locks returned; attribute kind (free, reentered, handed off)
-//	baton.lock.releases           counter        confirmed unlocks
-//	baton.lock.renewals           counter        leases renewed by the watchdog
-//	baton.lock.renewal.failures   counter        renewals answered with a transient error or not sent in time
-//	baton.lock.losses             counter        holds lost
+//	baton.lock.wait.duration     histogram  s              waits that found the lock held; attribute outcome
+//	baton.lock.acquisitions      counter    {acquisition}  locks returned; attribute kind
+//	baton.lock.releases          counter    {release}      confirmed unlocks
+//	baton.lock.renewals          counter    {renewal}      leases renewed by the watchdog
+//	baton.lock.renewal.failures  counter    {renewal}      renewals answered with a transient error or not sent in time
+//	baton.lock.losses            counter    {loss}         holds lost
+//
+// Attribute values are snake_case and belong to this package, not to the
+// String methods of rlock: outcome is acquired, timed_out, cancelled or
+// failed; kind is free, reentered or handed_off. The wait histogram's
+// buckets are advised in seconds, from 1ms to 60s; a View can replace them.
 //
 // The lock name is not an attribute unless WithLockName is given: names are
 // often unbounded (one per order, per job), and each would make a series.
@@ -29,6 +34,11 @@ import (
 
 // MeterName is the name of the meter the instruments are made on.
 const MeterName = "github.com/batonlock/baton/rlock/rlockotel"
+
+// waitBuckets are the bucket boundaries, in seconds, advised for
+// baton.lock.wait.duration. The SDK's default boundaries (0, 5, 10, ...
+// 1000) suit milliseconds and would put nearly every wait in one bucket.
+var waitBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
 // Option configures Observer.
 type Option func(*config)
@@ -59,20 +69,21 @@ func Observer(mp metric.MeterProvider, opts ...Option) (rlock.Observer, error) {
 	m := mp.Meter(MeterName)
 	var err error
 	if in.wait, err = m.Float64Histogram("baton.lock.wait.duration", metric.WithUnit("s"),
-		metric.WithDescription("How long Lock and TryLock calls waited for a held lock.")); err != nil {
+		metric.WithDescription("How long Lock and TryLock calls waited for a held lock."),
+		metric.WithExplicitBucketBoundaries(waitBuckets...)); err != nil {
 		return rlock.Observer{}, err
 	}
 	for _, c := range []struct {
-		dst         *metric.Int64Counter
-		name, about string
+		dst               *metric.Int64Counter
+		name, unit, about string
 	}{
-		{&in.acquisitions, "baton.lock.acquisitions", "Locks returned by Lock and TryLock."},
-		{&in.releases, "baton.lock.releases", "Unlocks confirmed by Redis."},
-		{&in.renewals, "baton.lock.renewals", "Leases renewed by the watchdog."},
-		{&in.renewFails, "baton.lock.renewal.failures", "Renewals answered with a transient error, or not sent in time."},
-		{&in.losses, "baton.lock.losses", "Holds lost."},
+		{&in.acquisitions, "baton.lock.acquisitions", "{acquisition}", "Locks returned by Lock and TryLock."},
+		{&in.releases, "baton.lock.releases", "{release}", "Unlocks confirmed by Redis."},
+		{&in.renewals, "baton.lock.renewals", "{renewal}", "Leases renewed by the watchdog."},
+		{&in.renewFails, "baton.lock.renewal.failures", "{renewal}", "Renewals answered with a transient error, or not sent in time."},
+		{&in.losses, "baton.lock.losses", "{loss}", "Holds lost."},
 	} {
-		if *c.dst, err = m.Int64Counter(c.name, metric.WithDescription(c.about)); err != nil {
+		if *c.dst, err = m.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.about)); err != nil {
 			return rlock.Observer{}, err
 		}
 	}
@@ -94,11 +105,11 @@ func (in *instruments) attrs(name string, kv ...attribute.KeyValue) metric.Measu
 }
 
 func (in *instruments) waitEnded(w rlock.WaitEnd) {
-	in.wait.Record(context.Background(), w.Duration.Seconds(), in.attrs(w.Name, attribute.String("outcome", w.Outcome.String())))
+	in.wait.Record(context.Background(), w.Duration.Seconds(), in.attrs(w.Name, attribute.String("outcome", outcome(w.Outcome))))
 }
 
 func (in *instruments) acquired(a rlock.Acquire) {
-	in.acquisitions.Add(context.Background(), 1, in.attrs(a.Name, attribute.String("kind", a.Kind.String())))
+	in.acquisitions.Add(context.Background(), 1, in.attrs(a.Name, attribute.String("kind", kind(a.Kind))))
 }
 
 func (in *instruments) released(r rlock.ReleaseInfo) {
@@ -115,4 +126,28 @@ func (in *instruments) renewed(r rlock.RenewalRound) {
 
 func (in *instruments) lost(l rlock.Loss) {
 	in.losses.Add(context.Background(), 1, in.attrs(l.Name))
+}
+
+// outcome is the value of the attribute outcome.
+func outcome(o rlock.WaitOutcome) string {
+	switch o {
+	case rlock.WaitAcquired:
+		return "acquired"
+	case rlock.WaitTimedOut:
+		return "timed_out"
+	case rlock.WaitCancelled:
+		return "cancelled"
+	}
+	return "failed"
+}
+
+// kind is the value of the attribute kind.
+func kind(k rlock.AcquireKind) string {
+	switch k {
+	case rlock.Free:
+		return "free"
+	case rlock.Reentered:
+		return "reentered"
+	}
+	return "handed_off"
 }
