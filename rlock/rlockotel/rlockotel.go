@@ -45,8 +45,9 @@ type Option func(*config)
 
 type config struct{ lockName bool }
 
-// WithLockName adds the lock's name to every measurement as the attribute
-// "lock". Use it only when lock names are few.
+// WithLockName adds the lock's name as the attribute "lock" to every
+// measurement about one lock: all but the renewal counters, whose rounds
+// cover many locks at once. Use it only when lock names are few.
 func WithLockName() Option { return func(c *config) { c.lockName = true } }
 
 // instruments are the metrics an Observer records into.
