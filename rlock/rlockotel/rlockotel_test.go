@@ -22,20 +22,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // acquire, a re-entry, a wait that ends in a hand-off, releases, renewals
 // and a loss.
 func TestMetricsOfAScenario(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv := redistest.Start(t)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(ctx)
-	obs, err := rlockotel.Observer(mp, rlockotel.WithLockName())
-	require.NoError(t, err)
-	c, err := rlock.New(srv.Client(), rlock.WithObserver(obs), rlock.WithWatchdogLease(150*time.Millisecond))
-	require.NoError(t, err)
-	defer c.Close()
-	other, err := rlock.New(srv.Client())
-	require.NoError(t, err)
-	defer other.Close()
+	ctx, srv, reader := setup(t)
+	c := newClient(t, srv, reader, []rlockotel.Option{rlockotel.WithLockName()}, rlock.WithWatchdogLease(150*time.Millisecond))
+	other := newClient(t, srv, nil, nil)
 
 	l, err := c.Lock(ctx, "report") // free
 	require.NoError(t, err)
@@ -88,20 +77,9 @@ func TestMetricsOfAScenario(t *testing.T) {
 // By default the lock name is no attribute (it would make a series per
 // name), and a bounded wait that runs out is recorded as timed_out.
 func TestNoLockNameByDefaultAndATimedOutWait(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv := redistest.Start(t)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(ctx)
-	obs, err := rlockotel.Observer(mp)
-	require.NoError(t, err)
-	c, err := rlock.New(srv.Client(), rlock.WithObserver(obs))
-	require.NoError(t, err)
-	defer c.Close()
-	other, err := rlock.New(srv.Client())
-	require.NoError(t, err)
-	defer other.Close()
+	ctx, srv, reader := setup(t)
+	c := newClient(t, srv, reader, nil)
+	other := newClient(t, srv, nil, nil)
 
 	held, err := other.Lock(ctx, "busy")
 	require.NoError(t, err)
@@ -119,6 +97,31 @@ func TestNoLockNameByDefaultAndATimedOutWait(t *testing.T) {
 	require.EqualValues(t, 1, got.waits[0].Count)
 	require.Equal(t, "outcome=timed_out", label(got.waits[0].Attributes))
 	require.GreaterOrEqual(t, got.waits[0].Sum, 0.05)
+}
+
+// setup bounds the test and starts a server and a reader.
+func setup(t *testing.T) (context.Context, *redistest.Server, *sdkmetric.ManualReader) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx, redistest.Start(t), sdkmetric.NewManualReader()
+}
+
+// newClient returns a Client, closed at the end of the test, observed into
+// reader when reader is not nil.
+func newClient(t *testing.T, srv *redistest.Server, reader sdkmetric.Reader, otelOpts []rlockotel.Option, opts ...rlock.Option) *rlock.Client {
+	t.Helper()
+	if reader != nil {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		obs, err := rlockotel.Observer(mp, otelOpts...)
+		require.NoError(t, err)
+		opts = append(opts, rlock.WithObserver(obs))
+	}
+	c, err := rlock.New(srv.Client(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // collected is what a reader collected: counter sums by instrument and
