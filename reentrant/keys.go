@@ -13,6 +13,11 @@ const DefaultPrefix = "baton:"
 // MaxNameLen is the longest lock name accepted, in bytes.
 const MaxNameLen = 1024
 
+// DefaultAliveTTL is how long a waiting client's liveness key lasts after
+// its last look, when a Namespace leaves AliveTTL zero: a waiter that
+// crashed is skipped by the grants made this long after its last look.
+const DefaultAliveTTL = 3 * time.Second
+
 // DefaultRequestTTL is how long a request's result is remembered for replay
 // when a Namespace leaves RequestTTL zero. It must outlast the window in which
 // the Redis client may resend one call.
@@ -38,9 +43,16 @@ type Namespace struct {
 	// PUBLISH on a cluster (it reaches every node, but counts this one's
 	// receivers), or a Sentinel client whose connections may still be on a
 	// demoted master (replicas get the masters' messages). The receiver
-	// count cannot judge liveness then, and a grant is not withheld on it:
-	// every waiter is taken as live, and a dead one costs its lease.
+	// count cannot judge liveness then: a message counted by nobody may
+	// still arrive, so it cannot be taken back. Liveness keys judge it
+	// instead. Each waiter's look sets its client's liveness key for the
+	// lock (Keys.AliveKey) for AliveTTL, a grant goes only to a waiter whose
+	// key exists, and every grant published is kept.
 	ReceiversElsewhere bool
+	// AliveTTL is how long a liveness key lasts after a look, with
+	// ReceiversElsewhere; zero means DefaultAliveTTL. A waiter must look
+	// again well within it (Keys.AliveTTL).
+	AliveTTL time.Duration
 	// RequestTTL is how long request results are kept for replay; zero means
 	// DefaultRequestTTL.
 	RequestTTL time.Duration
@@ -69,6 +81,7 @@ type Keys struct {
 	grantPrefix   string
 	publish       string
 	requestTTL    time.Duration
+	aliveTTL      time.Duration // zero: liveness is the receiver count
 }
 
 // ValidateName returns an error wrapping ErrInvalidName when name cannot be a
@@ -107,11 +120,15 @@ func (ns Namespace) Keys(name string) (Keys, error) {
 	// lifetime. SPUBLISH must stay in the lock's slot: one channel per
 	// client and lock.
 	publish, grantPrefix := "publish", prefix+"grant:"
+	var aliveTTL time.Duration
 	switch {
 	case ns.Sharded:
 		publish, grantPrefix = "spublish", hash+":grant:"
 	case ns.ReceiversElsewhere:
-		publish = "publish-anywhere"
+		publish, aliveTTL = "publish-alive", ns.AliveTTL
+		if aliveTTL <= 0 {
+			aliveTTL = DefaultAliveTTL
+		}
 	}
 	return Keys{
 		Name:          name,
@@ -124,12 +141,33 @@ func (ns Namespace) Keys(name string) (Keys, error) {
 		grantPrefix:   grantPrefix,
 		publish:       publish,
 		requestTTL:    ttl,
+		aliveTTL:      aliveTTL,
 	}, nil
 }
 
 // GrantChannel is the channel on which client's waiters for this lock get
 // their grants. client must not contain a space.
 func (k Keys) GrantChannel(client string) string { return k.grantPrefix + client }
+
+// AliveKey is the liveness key of client's waiters for this lock, in a
+// namespace with ReceiversElsewhere.
+func (k Keys) AliveKey(client string) string { return k.Hash + ":alive:" + client }
+
+// AliveTTL is how long a waiter's look keeps its client's liveness key, or
+// zero where the receiver count judges liveness and there is none. A
+// waiter must look again well within it, or a grant skips it.
+func (k Keys) AliveTTL() time.Duration { return k.aliveTTL }
+
+// Waiter makes the waiter id of client: its grant channel, and its
+// liveness key where the namespace uses them. client must not contain a
+// space.
+func (k Keys) Waiter(id, client string) Waiter {
+	w := Waiter{ID: id, Channel: k.GrantChannel(client)}
+	if k.aliveTTL > 0 {
+		w.Alive = k.AliveKey(client)
+	}
+	return w
+}
 
 // RequestKey is the key that remembers the result of request id.
 func (k Keys) RequestKey(id string) string { return k.requestPrefix + id }

@@ -3,6 +3,7 @@ package reentrant
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -132,6 +133,59 @@ func TestLeave(t *testing.T) {
 	require.False(t, passed)
 	require.Zero(t, rdb.LLen(ctx, l.Queue).Val())
 	require.Zero(t, rdb.HLen(ctx, l.Waiters).Val())
+}
+
+// Where the receiver count cannot judge liveness (ReceiversElsewhere), the
+// waiter's liveness key does. A waiter whose key exists is granted even
+// though no receiver on this node counted the message: it may listen on
+// another node, and a grant sent cannot be taken back. A waiter whose key
+// has expired since its last look is skipped, unpublished.
+func TestLivenessKeysJudgeWhereTheCountCannot(t *testing.T) {
+	ctx, rdb, _ := setup(t, "alive")
+	const aliveTTL = 300 * time.Millisecond
+	l, err := Namespace{ReceiversElsewhere: true, AliveTTL: aliveTTL}.Keys("alive")
+	require.NoError(t, err)
+	require.Equal(t, aliveTTL, l.AliveTTL())
+	plain, err := Namespace{}.Keys("alive")
+	require.NoError(t, err)
+	require.Zero(t, plain.AliveTTL())
+	require.Empty(t, plain.Waiter("x", "c").Alive)
+
+	holder, err := l.AcquireNew(ctx, rdb, "H", testLease, Waiter{})
+	require.NoError(t, err)
+	// Nobody listens on the first waiter's channel on this node.
+	elsewhere := l.Waiter("elsewhere", "c-elsewhere")
+	require.Equal(t, l.AliveKey("c-elsewhere"), elsewhere.Alive)
+	_, err = l.AcquireNew(ctx, rdb, "E", testLease, elsewhere)
+	require.NoError(t, err)
+	ttl := rdb.PTTL(ctx, elsewhere.Alive).Val()
+	require.True(t, ttl > 0 && ttl <= aliveTTL, "the look set the liveness key for %v: %v", aliveTTL, ttl)
+	before := publishes(t, rdb)
+	_, err = l.Release(ctx, rdb, "H", holder.Token, "rel-h")
+	require.NoError(t, err)
+	require.Equal(t, before+1, publishes(t, rdb))
+	st, err := l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"E": 1}, st.Holders, "granted on its liveness key, with no receiver counted")
+
+	// Now a crashed waiter: it looked once, then its key ran out.
+	crashed := l.Waiter("crashed", "c-crashed")
+	_, err = l.AcquireNew(ctx, rdb, "C", testLease, crashed)
+	require.NoError(t, err)
+	sub, live := subscribed(t, rdb, l, "live")
+	live = l.Waiter(live.ID, "c-live")
+	_, err = l.AcquireNew(ctx, rdb, "L", testLease, live)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return rdb.Exists(ctx, crashed.Alive).Val() == 0 }, 5*time.Second, 10*time.Millisecond)
+	_, err = l.AcquireNew(ctx, rdb, "L", testLease, live) // the live waiter's look keeps its key
+	require.NoError(t, err)
+	before = publishes(t, rdb)
+	_, err = l.Release(ctx, rdb, "E", st.LastToken, "rel-e")
+	require.NoError(t, err)
+	require.Equal(t, before+1, publishes(t, rdb), "one message, to the live waiter only")
+	g := receiveGrant(t, sub)
+	require.Equal(t, "live", g.Waiter, "the crashed waiter was skipped")
+	require.Zero(t, rdb.LLen(ctx, l.Queue).Val())
 }
 
 // Tokens rise with every grant, as with every acquire.

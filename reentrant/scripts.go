@@ -47,6 +47,9 @@ type Waiter struct {
 	// Channel is where its grant is published: Keys.GrantChannel of its
 	// client.
 	Channel string
+	// Alive is its client's liveness key (Keys.AliveKey) where the
+	// namespace judges liveness by key, empty otherwise. Use Keys.Waiter.
+	Alive string
 }
 
 // Grant is a grant message, as a waiter's client receives it.
@@ -191,7 +194,7 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 		isNew = "1"
 	}
 	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew,
-		formatToken(token), w.ID, w.Channel, k.publish).Int64Slice()
+		formatToken(token), w.ID, w.Channel, k.publish, w.Alive, k.aliveTTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", k.Name, err)
 	}

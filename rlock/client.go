@@ -69,6 +69,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		Prefix:             cfg.prefix,
 		Sharded:            sharded,
 		ReceiversElsewhere: (isCluster && !sharded) || isFailover(rdb),
+		AliveTTL:           cfg.aliveTTL,
 		RequestTTL:         requestTTL(rdb),
 	}
 	if _, err := ns.Keys("probe"); err != nil {

@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"fmt"
-	"github.com/batonlock/baton/notify/slot"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/notify/slot"
+	"github.com/batonlock/baton/reentrant"
 	"github.com/batonlock/baton/reentrant/redistest"
 )
 
@@ -24,6 +25,7 @@ func TestOnCluster(t *testing.T) {
 	t.Run("MutualExclusionClassic", func(t *testing.T) {
 		testClusterMutualExclusion(t, cl, "publish", WithClassicPubSub())
 	})
+	t.Run("LivenessKeysWithClassicPubSub", func(t *testing.T) { testLivenessKeysWithClassicPubSub(t, cl) })
 	t.Run("ReentrancyAndWakeOnAnotherShard", func(t *testing.T) { testReentrancyOnAnotherShard(t, cl) })
 	t.Run("WatchdogRenewsOnEveryShard", func(t *testing.T) { testWatchdogOnEveryShard(t, cl) })
 	t.Run("SlotMigrationMidWait", func(t *testing.T) { testSlotMigrationMidWait(t, cl) })
@@ -214,6 +216,50 @@ func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, publish str
 		require.Positive(t, d[publish], "releases on %s use %s", cl.Nodes[i].Addr, publish)
 		require.Zero(t, d[other], "and never %s", other)
 	}
+}
+
+// With PUBLISH on a cluster, a waiter's client listens on whatever node its
+// grant channel hashes to, and the release's receiver count (this node's
+// only) cannot tell a live waiter from a dead one. Liveness keys do: a live
+// waiter listening on another node than the lock's, waiting through many
+// liveness TTLs, still gets the release; a waiter that crashed after
+// queueing first is skipped once its key has run out, so the live one gets
+// the lock at the release, not after the dead one's lease.
+func testLivenessKeysWithClassicPubSub(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t)
+	const aliveTTL = 150 * time.Millisecond
+	rdb := cl.ClusterClient()
+	waiter := clusterClient(t, cl.ClusterClient(), WithClassicPubSub(), WithLivenessTTL(aliveTTL))
+	holder := clusterClient(t, cl.ClusterClient(), WithClassicPubSub(), WithLivenessTTL(aliveTTL))
+	var name string
+	for _, candidate := range namePerShard(t, cl, "alive-") {
+		keys, err := waiter.lockKeys(candidate)
+		require.NoError(t, err)
+		if cl.Owner(t, slot.Of(keys.Hash)) != cl.Owner(t, slot.Of(keys.GrantChannel(waiter.id))) {
+			name = candidate
+			break
+		}
+	}
+	require.NotEmpty(t, name)
+
+	h, err := holder.Lock(ctx, name, WithLease(longLease))
+	require.NoError(t, err)
+	keys, err := reentrant.Namespace{ReceiversElsewhere: true, AliveTTL: aliveTTL}.Keys(name)
+	require.NoError(t, err)
+	crashed := keys.Waiter("crashed", "gone")
+	r, err := keys.AcquireNew(ctx, rdb, "crashed-owner", longLease, crashed)
+	require.NoError(t, err)
+	require.False(t, r.Acquired)
+	got := lockInBackground(ctx, waiter, name)
+	require.Eventually(t, func() bool { return rdb.LLen(ctx, keys.Queue).Val() == 2 }, fast, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return rdb.Exists(ctx, crashed.Alive).Val() == 0 }, fast, 5*time.Millisecond)
+	time.Sleep(3 * aliveTTL) // the live waiter keeps its key through many TTLs
+
+	require.NoError(t, h.Unlock(ctx))
+	l := receive(t, got)
+	require.Equal(t, "1", rdb.HGet(ctx, keys.Hash, l.Owner()).Val())
+	require.Zero(t, rdb.LLen(ctx, keys.Queue).Val(), "the crashed waiter's entry was dropped")
+	require.NoError(t, l.Unlock(ctx))
 }
 
 // The lock lives on a shard other than the one the clients learn the

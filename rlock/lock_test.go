@@ -187,6 +187,8 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOption)
 	_, err = New(srv.Client(), WithRenewBatchSize(0))
 	require.ErrorIs(t, err, ErrInvalidOption)
+	_, err = New(srv.Client(), WithLivenessTTL(time.Millisecond))
+	require.ErrorIs(t, err, ErrInvalidOption)
 
 	c := newClient(t, srv)
 	ctx := testCtx(t)

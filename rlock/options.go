@@ -32,6 +32,7 @@ type config struct {
 	watchdogLease  time.Duration
 	renewBatchSize int
 	classicPubSub  bool
+	aliveTTL       time.Duration
 	onLost         func(name string, cause error)
 	logger         *slog.Logger
 	slowWait       time.Duration
@@ -45,6 +46,9 @@ func defaultConfig() config {
 func (c config) validate() error {
 	if c.watchdogLease < MinLease {
 		return fmt.Errorf("%w: WithWatchdogLease(%v) is below MinLease (%v)", ErrInvalidLease, c.watchdogLease, MinLease)
+	}
+	if c.aliveTTL != 0 && c.aliveTTL < minAliveTTL {
+		return fmt.Errorf("%w: WithLivenessTTL(%v) is below %v", ErrInvalidOption, c.aliveTTL, minAliveTTL)
 	}
 	if c.renewBatchSize < 1 {
 		return fmt.Errorf("%w: WithRenewBatchSize(%d) must be positive", ErrInvalidOption, c.renewBatchSize)
@@ -70,6 +74,20 @@ func WithRenewBatchSize(n int) Option { return func(c *config) { c.renewBatchSiz
 // sharded pub/sub, for managed services that lack SPUBLISH. Non-cluster
 // clients always use classic pub/sub.
 func WithClassicPubSub() Option { return func(c *config) { c.classicPubSub = true } }
+
+// WithLivenessTTL sets how long a waiter counts as alive after its last
+// look where the receiver count of a grant cannot tell (classic pub/sub on
+// a cluster, and Sentinel clients): default 3s, at least 30ms. There each
+// waiter looks every third of it, which keeps its client's liveness key
+// for the lock, and a release skips a waiter whose key has expired. So a
+// waiter whose process crashed is skipped by releases made this long after
+// its last look; one granted before that costs its lease. Elsewhere the
+// option has no effect: the receiver count is exact, and a crashed waiter
+// is skipped at once.
+func WithLivenessTTL(d time.Duration) Option { return func(c *config) { c.aliveTTL = d } }
+
+// minAliveTTL keeps the looks of WithLivenessTTL at least 10ms apart.
+const minAliveTTL = 30 * time.Millisecond
 
 // WithLostHandler is a shortcut for an Observer with only Lost set, kept
 // for its simpler signature: it registers fn to be called, once per hold, when a held

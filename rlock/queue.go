@@ -24,7 +24,8 @@ import (
 // holder's lease should have run out (the first to look grants the head of
 // the queue), and every lease/3: each look that finds it still queued is a
 // moment known to precede its grant, so a grant arrives with at least 2/3
-// of its lease left to rely on.
+// of its lease left to rely on. Where liveness is judged by key, the looks
+// also keep the key (see lookEvery).
 func (a *attempt) wait(ctx context.Context, q *queued, holderTTL time.Duration) (*Lock, error) {
 	if a.c.afterFirstAttempt != nil {
 		a.c.afterFirstAttempt()
@@ -45,7 +46,7 @@ func (a *attempt) wait(ctx context.Context, q *queued, holderTTL time.Duration) 
 			}
 			holderTTL = ttl
 		}
-		d, err := q.sub.Wait(ctx, min(untilExpiry(holderTTL), a.lease/3))
+		d, err := q.sub.Wait(ctx, min(untilExpiry(holderTTL), a.lookEvery()))
 		look = true // whatever woke it, look again unless it is the grant
 		switch {
 		case err == nil && !d.Resync:
@@ -59,6 +60,17 @@ func (a *attempt) wait(ctx context.Context, q *queued, holderTTL time.Duration) 
 			return nil, a.waitError(err)
 		}
 	}
+}
+
+// lookEvery is the longest a waiter goes without a look: a third of its
+// lease, and, where the namespace judges liveness by key, a third of the
+// key's TTL, since each look keeps the key.
+func (a *attempt) lookEvery() time.Duration {
+	every := a.lease / 3
+	if alive := a.keys.AliveTTL(); alive > 0 {
+		every = min(every, alive/3)
+	}
+	return every
 }
 
 // queued is a call that may wait: its waiter ID and the subscription its
@@ -76,7 +88,7 @@ func (a *attempt) join(ctx context.Context, subscribe bool) (*queued, error) {
 	if !subscribe && !a.c.grants.ready() {
 		return nil, nil
 	}
-	w := reentrant.Waiter{ID: randomHex(8), Channel: a.keys.GrantChannel(a.c.id)}
+	w := a.keys.Waiter(randomHex(8), a.c.id)
 	sub, err := a.c.grants.subscribe(ctx, a.c.hub, w)
 	if err != nil {
 		return nil, err

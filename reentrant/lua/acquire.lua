@@ -6,7 +6,8 @@
 -- ARGV[4] '1' when the owner ID was made for this one call,
 -- ARGV[5] the token of the hold to re-enter, or '0' to take or re-enter any,
 -- ARGV[6] waiter ID, or '' to never queue, ARGV[7] the waiter's grant
--- channel, ARGV[8] 'publish' or 'spublish'
+-- channel, ARGV[8] 'publish', 'spublish' or 'publish-alive' (see grant),
+-- ARGV[9] the waiter's liveness key or '', ARGV[10] its TTL in ms
 -- Returns {1, holdCount, token} when ARGV[1] holds the lock after the call,
 --           with a fourth element 1 when the hold was there before and this
 --           call changed nothing (a replay, or a waiter finding its grant),
@@ -83,6 +84,14 @@ if pttl == -2 then
 end
 if self ~= '' and redis.call('hexists', waiters, self) == 0 then
   redis.call('rpush', queue, self)
-  redis.call('hset', waiters, self, cjson.encode({o = owner, l = tonumber(lease), c = ARGV[7]}))
+  local w = {o = owner, l = tonumber(lease), c = ARGV[7]}
+  if ARGV[9] ~= '' then
+    w.a = ARGV[9]
+  end
+  redis.call('hset', waiters, self, cjson.encode(w))
+end
+-- Every look of a queued waiter says its client is alive.
+if self ~= '' and ARGV[9] ~= '' then
+  redis.call('set', ARGV[9], 1, 'px', ARGV[10])
 end
 return {0, pttl}

@@ -2,17 +2,20 @@
 -- prepended to them): hand a free lock to the oldest live waiter.
 --
 -- The queue (a list of waiter IDs, oldest first) and the waiters (a hash of
--- waiter ID -> JSON {o = owner, l = lease in ms, c = grant channel}) live
--- under the lock's hash tag. A waiter is live when its client's
+-- waiter ID -> JSON {o = owner, l = lease in ms, c = grant channel, a =
+-- liveness key, where used}) live under the lock's hash tag. A waiter is live when its client's
 -- subscription receives the grant: PUBLISH and SPUBLISH return how many
 -- clients received it, and that count is exact on a single node and on a
 -- shard's master. A waiter nobody received is dropped and the next is
 -- tried, up to grantTries per script; a lock left free with waiters behind
 -- it is granted by the next script that finds it so (a waiter's re-check).
 -- Where a waiter may listen on another node than this one
--- ('publish-anywhere': PUBLISH on a cluster, or a Sentinel client on a
+-- ('publish-alive': PUBLISH on a cluster, or a Sentinel client on a
 -- demoted master), the count misses receivers the message still reaches,
--- and a message sent is a promise: the head is granted as live.
+-- so a message sent cannot be taken back. There the waiter's liveness key,
+-- which each of its looks sets for a few seconds, is checked first: a
+-- waiter without one is dropped unpublished, and every grant published is
+-- kept.
 --
 -- The grant is published before any write, so a missing channel permission
 -- aborts the script with the lock as it was.
@@ -54,17 +57,19 @@ local function grant(hash, fence, queue, waiters, granted, publish, self)
     if w then
       w = cjson.decode(w)
       token = nextToken(fence)
+      -- The token goes as a string: cjson would round it.
+      local function message()
+        return id .. ' ' .. cjson.encode({t = string.format('%d', token), o = w.o, k = hash})
+      end
       if id == self then
         received = 1
+      elseif publish ~= 'publish-alive' then
+        received = redis.call(publish, w.c, message())
+      elseif w.a and redis.call('pttl', w.a) ~= -2 then
+        redis.call('publish', w.c, message())
+        received = 1
       else
-        -- The token goes as a string: cjson would round it.
-        local msg = id .. ' ' .. cjson.encode({t = string.format('%d', token), o = w.o, k = hash})
-        if publish == 'publish-anywhere' then
-          redis.call('publish', w.c, msg)
-          received = 1
-        else
-          received = redis.call(publish, w.c, msg)
-        end
+        received = 0
       end
     end
     redis.call('lpop', queue)
