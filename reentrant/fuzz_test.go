@@ -42,7 +42,7 @@ func FuzzLockName(f *testing.F) {
 		}
 		require.Equal(t, prefix+"{"+name+"}", l.Hash)
 		want := slot.Of(name)
-		for _, k := range []string{l.Hash, l.Fence, l.Queue, l.Waiters, l.Granted, l.RequestKey("r1")} {
+		for _, k := range []string{l.Hash, l.Fence, l.Queue, l.Granted, l.RequestKey("r1")} {
 			require.Equal(t, want, slot.Of(k), "%q is not in the slot of %q", k, name)
 		}
 		runEveryScript(t, rdb, l)

@@ -69,12 +69,13 @@ type Keys struct {
 	Hash string
 	// Fence is the key of the fencing-token counter.
 	Fence string
-	// Queue is the key of the list of waiting calls' IDs, oldest first.
+	// Queue is the key of the list of waiting calls, oldest first: one
+	// record each, with what its grant needs.
 	Queue string
-	// Waiters is the key of the hash of waiter ID → what its grant needs.
-	Waiters string
-	// Granted is the key naming the last waiter granted the lock, and its
-	// token, so that a waiter that missed its grant message finds it.
+	// Granted is the key naming the last waiter of a shared owner granted
+	// the lock, and its token, so that a waiter that missed its grant
+	// message finds it. (An owner made for one call needs none: its holding
+	// the lock says it.)
 	Granted string
 
 	requestPrefix string
@@ -135,7 +136,6 @@ func (ns Namespace) Keys(name string) (Keys, error) {
 		Hash:          hash,
 		Fence:         hash + ":fence",
 		Queue:         hash + ":queue",
-		Waiters:       hash + ":waiters",
 		Granted:       hash + ":granted",
 		requestPrefix: hash + ":req:",
 		grantPrefix:   grantPrefix,

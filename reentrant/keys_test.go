@@ -46,7 +46,6 @@ func TestKeyLayout(t *testing.T) {
 	require.Equal(t, "baton:{orders}", l.Hash)
 	require.Equal(t, "baton:{orders}:fence", l.Fence)
 	require.Equal(t, "baton:{orders}:queue", l.Queue)
-	require.Equal(t, "baton:{orders}:waiters", l.Waiters)
 	require.Equal(t, "baton:{orders}:granted", l.Granted)
 	require.Equal(t, "baton:{orders}:req:abc", l.RequestKey("abc"))
 	require.Equal(t, "baton:grant:c1", l.GrantChannel("c1"), "one channel per client, whatever the lock")
@@ -70,7 +69,7 @@ func TestDerivedKeysShareOneSlot(t *testing.T) {
 		want := slot.Of(l.Hash)
 		sharded, err := Namespace{Sharded: true}.Keys(name)
 		require.NoError(t, err)
-		for _, k := range []string{l.Fence, l.Queue, l.Waiters, l.Granted, l.RequestKey("r1"), l.RequestKey(name), sharded.GrantChannel("c")} {
+		for _, k := range []string{l.Fence, l.Queue, l.Granted, l.RequestKey("r1"), l.RequestKey(name), sharded.GrantChannel("c")} {
 			require.Equal(t, want, slot.Of(k), "%s vs %s", l.Hash, k)
 		}
 		require.Equal(t, slot.Of(name), want, "the tag is the lock name")

@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +32,12 @@ func TestReleaseGrantsTheOldestLiveWaiter(t *testing.T) {
 			require.Positive(t, r.HolderTTL)
 		}
 	}
-	ids, err := rdb.LRange(ctx, l.Queue, 0, -1).Result()
+	records, err := rdb.LRange(ctx, l.Queue, 0, -1).Result()
 	require.NoError(t, err)
+	var ids []string
+	for _, rec := range records {
+		ids = append(ids, strings.Fields(rec)[0])
+	}
 	require.Equal(t, []string{"b", "dead", "c"}, ids, "arrival order, each once")
 
 	// TryLock (no waiter) does not barge, nor queue.
@@ -63,7 +68,6 @@ func TestReleaseGrantsTheOldestLiveWaiter(t *testing.T) {
 	n, err := rdb.LLen(ctx, l.Queue).Result()
 	require.NoError(t, err)
 	require.Zero(t, n)
-	require.Zero(t, rdb.HLen(ctx, l.Waiters).Val())
 
 	// A replayed release grants nothing twice.
 	rel, err = l.Release(ctx, rdb, "B", g.Token-1, "rel-b")
@@ -118,7 +122,7 @@ func TestLeave(t *testing.T) {
 	_, err = l.Release(ctx, rdb, "A", a.Token, "rel")
 	require.NoError(t, err) // B is granted, but gives up before it hears
 	for i := range 2 {
-		passed, err := l.Leave(ctx, rdb, wB, "B")
+		passed, err := l.Leave(ctx, rdb, wB, "B", testLease, true)
 		require.NoError(t, err)
 		require.Equal(t, i == 0, passed, "leave %d", i)
 	}
@@ -128,11 +132,30 @@ func TestLeave(t *testing.T) {
 	_, wD := subscribed(t, rdb, l, "d")
 	_, err = l.AcquireNew(ctx, rdb, "D", testLease, wD)
 	require.NoError(t, err)
-	passed, err := l.Leave(ctx, rdb, wD, "D")
+	passed, err := l.Leave(ctx, rdb, wD, "D", testLease, true)
 	require.NoError(t, err)
 	require.False(t, passed)
 	require.Zero(t, rdb.LLen(ctx, l.Queue).Val())
-	require.Zero(t, rdb.HLen(ctx, l.Waiters).Val())
+
+	// A shared owner's waiter passes on only the grant that was its own:
+	// its owner may hold the lock through another of its calls.
+	subS1, wS1 := subscribed(t, rdb, l, "s1")
+	_, wS2 := subscribed(t, rdb, l, "s2")
+	r, err := l.Acquire(ctx, rdb, "S", "s1-look", testLease, 0, wS1)
+	require.NoError(t, err)
+	require.False(t, r.Acquired)
+	_, err = l.Release(ctx, rdb, "C", g.Token, "rel-c")
+	require.NoError(t, err)
+	gS := receiveGrant(t, subS1)
+	require.Equal(t, "s1", gS.Waiter)
+	passed, err = l.Leave(ctx, rdb, wS2, "S", testLease, false) // never queued, never granted
+	require.NoError(t, err)
+	require.False(t, passed)
+	require.Equal(t, "1", rdb.HGet(ctx, l.Hash, "S").Val(), "the other call's grant stays")
+	passed, err = l.Leave(ctx, rdb, wS1, "S", testLease, false)
+	require.NoError(t, err)
+	require.True(t, passed, "its own grant is passed on")
+	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
 }
 
 // Where the receiver count cannot judge liveness (ReceiversElsewhere), the
@@ -186,6 +209,33 @@ func TestLivenessKeysJudgeWhereTheCountCannot(t *testing.T) {
 	g := receiveGrant(t, sub)
 	require.Equal(t, "live", g.Waiter, "the crashed waiter was skipped")
 	require.Zero(t, rdb.LLen(ctx, l.Queue).Val())
+}
+
+// A queue record holds the waiter's owner, channel and liveness key as they
+// are, whatever bytes they contain, and the grant reads them back.
+func TestQueueRecordsKeepAnyOwner(t *testing.T) {
+	ctx, rdb, _ := setup(t, "records")
+	for _, ns := range []Namespace{{Prefix: "my app: "}, {Prefix: "x ", ReceiversElsewhere: true}} {
+		l, err := ns.Keys("records")
+		require.NoError(t, err)
+		a, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
+		require.NoError(t, err)
+		const owner = "job 7 \n\n 1 0 5 %d\x00 end"
+		w := l.Waiter("w1", "client-1")
+		sub := rdb.Subscribe(ctx, w.Channel)
+		_, err = sub.Receive(ctx)
+		require.NoError(t, err)
+		_, err = l.Acquire(ctx, rdb, owner, "look", testLease, 0, w)
+		require.NoError(t, err)
+		_, err = l.Release(ctx, rdb, "A", a.Token, "rel")
+		require.NoError(t, err)
+		g := receiveGrant(t, sub)
+		require.Equal(t, owner, g.Owner)
+		st, err := l.Inspect(ctx, rdb)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{owner: 1}, st.Holders)
+		require.NoError(t, sub.Close())
+	}
 }
 
 // Tokens rise with every grant, as with every acquire.

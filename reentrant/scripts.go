@@ -52,6 +52,19 @@ type Waiter struct {
 	Alive string
 }
 
+// record is how w waits in the queue for owner, with a lease of ms: one
+// list element holding all its grant needs, so that the grant takes it with
+// one LPOP. The lengths make any owner, channel and key parse back (see
+// parseWaiter in grant.lua), and the same call always writes the same
+// record, which is how it finds itself in the queue and leaves it.
+func (w Waiter) record(owner string, ms int64, shared bool) string {
+	flag := "0"
+	if shared {
+		flag = "1"
+	}
+	return fmt.Sprintf("%s %d %s %d %d %s%s%s", w.ID, ms, flag, len(w.Channel), len(w.Alive), w.Channel, w.Alive, owner)
+}
+
 // Grant is a grant message, as a waiter's client receives it.
 type Grant struct {
 	Waiter string // the waiter it is addressed to
@@ -188,13 +201,16 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Waiters, k.Granted}
-	isNew := "0"
+	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
+	isNew, record := "0", ""
 	if newOwner {
 		isNew = "1"
 	}
+	if w.ID != "" {
+		record = w.record(owner, ms, !newOwner)
+	}
 	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew,
-		formatToken(token), w.ID, w.Channel, k.publish, w.Alive, k.aliveTTL.Milliseconds()).Int64Slice()
+		formatToken(token), w.ID, record, k.publish, w.Alive, k.aliveTTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", k.Name, err)
 	}
@@ -215,7 +231,7 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 // lock to the oldest live waiter, if any. requestID makes a retried call
 // replay the first result.
 func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
-	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Waiters, k.Granted}
+	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
 	n, err := releaseScript.Run(ctx, rdb, keys, owner, formatToken(token), k.requestTTL.Milliseconds(), k.publish).Int64()
 	if err != nil {
 		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", k.Name, err)
@@ -247,7 +263,7 @@ func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token
 // oldest live waiter, if any. It returns the token of the hold it deleted,
 // or 0 when the lock was free.
 func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (uint64, error) {
-	keys := []string{k.Hash, k.Fence, k.Queue, k.Waiters, k.Granted}
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
 	n, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
@@ -255,12 +271,21 @@ func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (uint64, err
 	return uint64(n), nil
 }
 
-// Leave takes waiter w of owner out of the queue. If w was granted the lock
+// Leave takes waiter w out of the queue, where Acquire (or, with newOwner,
+// AcquireNew) queued it for owner and lease. If w was granted the lock
 // meanwhile, it passes the lock on to the next live waiter, and reports
 // true. Repeating it is harmless.
-func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string) (bool, error) {
-	keys := []string{k.Hash, k.Fence, k.Queue, k.Waiters, k.Granted}
-	n, err := leaveScript.Run(ctx, rdb, keys, w.ID, owner, k.publish).Int64()
+func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string, lease time.Duration, newOwner bool) (bool, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return false, err
+	}
+	shared := "1"
+	if newOwner {
+		shared = "0"
+	}
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
+	n, err := leaveScript.Run(ctx, rdb, keys, w.ID, owner, k.publish, w.record(owner, ms, !newOwner), shared).Int64()
 	if err != nil {
 		return false, fmt.Errorf("reentrant: leave %q: %w", k.Name, err)
 	}

@@ -21,8 +21,8 @@ package rlock
 const (
 	// ACLRules is what a client on a single Redis node needs.
 	ACLRules = "+evalsha +eval +subscribe +ping " +
-		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +hdel +pexpire +pttl +time " +
-		"+rpush +lpop +lindex +lrem +publish ~baton:* &baton:*"
+		"+get +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
+		"+rpush +lpop +lindex +lpos +lrem +publish ~baton:* &baton:*"
 
 	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
 	// sharded pub/sub (the default). go-redis learns the topology with
@@ -32,6 +32,6 @@ const (
 	// the migration ends). With WithClassicPubSub, use ACLRules plus
 	// +cluster|slots +command +asking.
 	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command +asking " +
-		"+get +set +del +exists +hexists +hget +hgetall +hset +hincrby +hdel +pexpire +pttl +time " +
-		"+rpush +lpop +lindex +lrem +spublish ~baton:* &baton:*"
+		"+get +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
+		"+rpush +lpop +lindex +lpos +lrem +spublish ~baton:* &baton:*"
 )

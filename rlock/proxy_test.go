@@ -340,7 +340,7 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 
 // scriptShapes tells the baton scripts apart by their numbers of keys and
 // of arguments.
-var scriptShapes = map[string][2]int{"acquire": {6, 8}, "release": {6, 4}}
+var scriptShapes = map[string][2]int{"acquire": {5, 10}, "release": {5, 4}}
 
 // isScript matches an EVALSHA or EVAL of the named baton script.
 func isScript(name string) func(cmd []string) bool {

@@ -144,7 +144,7 @@ func (a *attempt) leave(w reentrant.Waiter) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
-	_, _ = a.keys.Leave(ctx, a.c.rdb, w, a.owner)
+	_, _ = a.keys.Leave(ctx, a.c.rdb, w, a.owner, a.lease, a.newOwner)
 }
 
 // giveBack releases a grant of token that arrived dead, so that it passes

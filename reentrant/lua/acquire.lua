@@ -1,29 +1,21 @@
 -- Take, re-enter or queue for a reentrant lock.
 -- KEYS[1] lock hash (field = owner, value = hold count), KEYS[2] fencing
 -- counter, KEYS[3] request key (remembers this request's result so a
--- retried call replays it), KEYS[4] queue, KEYS[5] waiters, KEYS[6] granted
+-- retried call replays it), KEYS[4] queue, KEYS[5] granted
 -- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] request-key TTL in ms,
 -- ARGV[4] '1' when the owner ID was made for this one call,
 -- ARGV[5] the token of the hold to re-enter, or '0' to take or re-enter any,
--- ARGV[6] waiter ID, or '' to never queue, ARGV[7] the waiter's grant
--- channel, ARGV[8] 'publish', 'spublish' or 'publish-alive' (see grant),
--- ARGV[9] the waiter's liveness key or '', ARGV[10] its TTL in ms
+-- ARGV[6] waiter ID, or '' to never queue, ARGV[7] the waiter's queue
+-- record (see parseWaiter), ARGV[8] 'publish', 'spublish' or
+-- 'publish-alive' (see grant), ARGV[9] the waiter's liveness key or '',
+-- ARGV[10] its TTL in ms
 -- Returns {1, holdCount, token} when ARGV[1] holds the lock after the call,
 --           with a fourth element 1 when the hold was there before and this
 --           call changed nothing (a replay, or a waiter finding its grant),
 --         {0, pttl} when another owner holds it (the waiter is queued, once),
 --         {-1} when ARGV[5] names a hold that no longer exists.
--- Tokens are around 1.7e15 (microseconds): Lua numbers hold them exactly,
--- but '..' would print them as floats, so they are formatted with %d.
-local hash, fence, req, queue, waiters, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local owner, lease, self = ARGV[1], ARGV[2], ARGV[6]
-
--- leaveQueue drops the calling waiter's entry, if it has one.
-local function leaveQueue()
-  if self ~= '' and redis.call('hdel', waiters, self) == 1 then
-    redis.call('lrem', queue, 1, self)
-  end
-end
+local hash, fence, req, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, lease, self, record = ARGV[1], ARGV[2], ARGV[6], ARGV[7]
 
 -- PTTL first: on the uncontended path the lock is free, and then nobody
 -- holds it, this owner included.
@@ -53,7 +45,9 @@ if count then
     return {-1}
   end
   -- Re-entry bypasses the queue; a waiter of this owner leaves it.
-  leaveQueue()
+  if self ~= '' then
+    redis.call('lrem', queue, 1, record)
+  end
   count = redis.call('hincrby', hash, owner, 1)
   -- Re-entry never shortens the lease an outer hold already has.
   if pttl < tonumber(lease) then
@@ -69,29 +63,26 @@ end
 if pttl == -2 then
   -- Free. Nobody barges past a waiting queue: its head gets the lock,
   -- which may be the caller.
-  local id, token = grant(hash, fence, queue, waiters, granted, ARGV[8], self)
+  local id, token = grant(hash, fence, queue, granted, ARGV[8], self, nil)
   if id == self and self ~= '' then
     return {1, 1, token}
   end
   if not id then
-    token = take(hash, fence, owner, lease, nil, false)
+    token = takeFree(hash, fence, owner, lease)
     if ARGV[4] ~= '1' then
-      redis.call('set', req, string.format('1:%d', token), 'px', ARGV[3])
+      redis.call('set', req, '1:' .. formatToken(token), 'px', ARGV[3])
     end
     return {1, 1, token}
   end
   pttl = redis.call('pttl', hash)
 end
-if self ~= '' and redis.call('hexists', waiters, self) == 0 then
-  redis.call('rpush', queue, self)
-  local w = {o = owner, l = tonumber(lease), c = ARGV[7]}
-  if ARGV[9] ~= '' then
-    w.a = ARGV[9]
+if self ~= '' then
+  if not redis.call('lpos', queue, record) then
+    redis.call('rpush', queue, record)
   end
-  redis.call('hset', waiters, self, cjson.encode(w))
-end
--- Every look of a queued waiter says its client is alive.
-if self ~= '' and ARGV[9] ~= '' then
-  redis.call('set', ARGV[9], 1, 'px', ARGV[10])
+  -- Every look of a queued waiter says its client is alive.
+  if ARGV[9] ~= '' then
+    redis.call('set', ARGV[9], 1, 'px', ARGV[10])
+  end
 end
 return {0, pttl}

@@ -1,14 +1,13 @@
 -- Delete a lock whoever holds it, and hand it to the oldest live waiter.
--- KEYS[1] lock hash, KEYS[2] fencing counter, KEYS[3] queue, KEYS[4]
--- waiters, KEYS[5] granted
--- ARGV[1] 'publish' or 'spublish'
+-- KEYS[1] lock hash, KEYS[2] fencing counter, KEYS[3] queue, KEYS[4] granted
+-- ARGV[1] 'publish', 'spublish' or 'publish-alive'
 -- Returns the token of the hold it deleted, or 0 when the lock was free.
 local hash, fence = KEYS[1], KEYS[2]
 if redis.call('exists', hash) == 0 then
   return 0
 end
-local deleted = tonumber(redis.call('get', fence) or 0)
-if not grant(hash, fence, KEYS[3], KEYS[4], KEYS[5], ARGV[1], '') then
+local deleted = redis.call('get', fence)
+if not grant(hash, fence, KEYS[3], KEYS[4], ARGV[1], '', deleted) then
   redis.call('del', hash)
 end
-return deleted
+return tonumber(deleted or 0)

@@ -1,14 +1,13 @@
 -- The baton pass, shared by every script that can leave a lock free (it is
 -- prepended to them): hand a free lock to the oldest live waiter.
 --
--- The queue (a list of waiter IDs, oldest first) and the waiters (a hash of
--- waiter ID -> JSON {o = owner, l = lease in ms, c = grant channel, a =
--- liveness key, where used}) live under the lock's hash tag. A waiter is live when its client's
--- subscription receives the grant: PUBLISH and SPUBLISH return how many
--- clients received it, and that count is exact on a single node and on a
--- shard's master. A waiter nobody received is dropped and the next is
--- tried, up to grantTries per script; a lock left free with waiters behind
--- it is granted by the next script that finds it so (a waiter's re-check).
+-- The queue is a list under the lock's hash tag, oldest first. Each element
+-- is one waiter's record, all its grant needs (see parseWaiter). A waiter is live when its client's subscription
+-- receives the grant: PUBLISH and SPUBLISH return how many clients received
+-- it, and that count is exact on a single node and on a shard's master. A
+-- waiter nobody received is dropped and the next is tried, up to grantTries
+-- per script; a lock left free with waiters behind it is granted by the
+-- next script that finds it so (a waiter's look).
 -- Where a waiter may listen on another node than this one
 -- ('publish-alive': PUBLISH on a cluster, or a Sentinel client on a
 -- demoted master), the count misses receivers the message still reaches,
@@ -17,70 +16,110 @@
 -- waiter without one is dropped unpublished, and every grant published is
 -- kept.
 --
--- The grant is published before any write, so a missing channel permission
--- aborts the script with the lock as it was.
+-- The grant is published before any write: if the channel is refused (an
+-- ACL without it), the script fails with the lock and the queue as they
+-- were.
 local grantTries = 16
 
--- nextToken is the token of a new hold: the larger of the counter's next
--- value and the server clock in microseconds (see acquire).
-local function nextToken(fence)
-  local now = redis.call('time')
-  local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  return math.max(tonumber(redis.call('get', fence) or 0) + 1, clock)
+-- formatToken prints a token: they are around 1.7e15 (microseconds), which
+-- Lua numbers hold exactly but '..' would print as floats.
+local function formatToken(token)
+  return string.format('%d', token)
 end
 
--- take makes owner the holder of the lock, with lease ms and a new token,
--- and returns the token. With clear, whatever hold was left in the hash
--- goes first.
+-- clockToken is the server clock in microseconds: tokens follow it, so
+-- they stay above every earlier token when the counter is lost (a restart
+-- without data, a failover that lost the last increments).
+local function clockToken()
+  local now = redis.call('time')
+  return tonumber(now[1]) * 1000000 + tonumber(now[2])
+end
+
+-- nextToken is the token of a new hold: the larger of the counter's next
+-- value and the clock. last is the counter's value if the caller has read
+-- it (false when it is missing), nil if not.
+local function nextToken(fence, last)
+  if last == nil then
+    last = redis.call('get', fence)
+  end
+  return math.max(tonumber(last or 0) + 1, clockToken())
+end
+
+-- take makes owner the holder of the lock, with lease ms and token, and
+-- returns the token. With clear, whatever hold was left in the hash goes
+-- first.
 local function take(hash, fence, owner, lease, token, clear)
-  token = token or nextToken(fence)
   if clear then
     redis.call('del', hash)
   end
   redis.call('hset', hash, owner, 1)
   redis.call('pexpire', hash, lease)
-  redis.call('set', fence, string.format('%d', token))
+  redis.call('set', fence, formatToken(token))
   return token
 end
 
+-- takeFree takes a free lock with nobody queued for owner: the counter is
+-- read and written in one SET ... GET, and written again only when it is
+-- ahead of the clock.
+local function takeFree(hash, fence, owner, lease)
+  local token = clockToken()
+  local last = tonumber(redis.call('set', fence, formatToken(token), 'get') or 0)
+  if last >= token then
+    token = last + 1
+    redis.call('set', fence, formatToken(token))
+  end
+  redis.call('hset', hash, owner, 1)
+  redis.call('pexpire', hash, lease)
+  return token
+end
+
+-- parseWaiter reads a queue record, as Waiter.record writes it:
+-- "<id> <lease ms> <1 if the owner is shared, else 0> <channel length>
+-- <liveness key length> <channel><liveness key><owner>".
+local function parseWaiter(rec)
+  local id, lease, shared, nc, na, rest = string.match(rec, '^(%S+) (%d+) ([01]) (%d+) (%d+) (.*)$')
+  nc, na = tonumber(nc), tonumber(na)
+  local w = {id = id, l = lease, shared = shared == '1', c = string.sub(rest, 1, nc), o = string.sub(rest, nc + na + 1)}
+  if na > 0 then
+    w.a = string.sub(rest, nc + 1, nc + na)
+  end
+  return w
+end
+
 -- grant hands the free lock to the oldest live waiter. self is the calling
--- waiter's ID, if any: it is live without a message. It returns the granted
--- waiter's ID and token, or nil when no live waiter was found.
-local function grant(hash, fence, queue, waiters, granted, publish, self)
+-- waiter's ID, if any: it is live without a message. last is the fencing
+-- counter's value, if the caller has read it (see nextToken). It returns
+-- the granted waiter's ID and token, or nil when no live waiter was found.
+local function grant(hash, fence, queue, granted, publish, self, last)
   for _ = 1, grantTries do
-    local id = redis.call('lindex', queue, 0)
-    if not id then
+    local rec = redis.call('lindex', queue, 0)
+    if not rec then
       return nil
     end
-    local w = redis.call('hget', waiters, id)
-    local token, received
-    if w then
-      w = cjson.decode(w)
-      token = nextToken(fence)
+    local w = parseWaiter(rec)
+    local token = nextToken(fence, last)
+    local received = 1
+    if w.id ~= self then
       -- The token goes as a string: cjson would round it.
-      local function message()
-        return id .. ' ' .. cjson.encode({t = string.format('%d', token), o = w.o, k = hash})
-      end
-      if id == self then
-        received = 1
-      elseif publish ~= 'publish-alive' then
-        received = redis.call(publish, w.c, message())
+      local msg = w.id .. ' ' .. cjson.encode({t = formatToken(token), o = w.o, k = hash})
+      if publish ~= 'publish-alive' then
+        received = redis.call(publish, w.c, msg)
       elseif w.a and redis.call('pttl', w.a) ~= -2 then
-        redis.call('publish', w.c, message())
-        received = 1
+        redis.call('publish', w.c, msg)
       else
         received = 0
       end
     end
     redis.call('lpop', queue)
-    if w then
-      redis.call('hdel', waiters, id)
-      if received > 0 then
-        take(hash, fence, w.o, w.l, token, true)
-        -- A waiter that missed the message finds its grant here.
-        redis.call('set', granted, id .. ' ' .. string.format('%d', token), 'px', w.l)
-        return id, token
+    if received > 0 then
+      take(hash, fence, w.o, w.l, token, true)
+      if w.shared then
+        -- Its owner holding the lock does not tell this waiter that the
+        -- grant was its own, as it does for an owner made for one call: a
+        -- waiter that missed the message finds its grant here.
+        redis.call('set', granted, w.id .. ' ' .. formatToken(token), 'px', w.l)
       end
+      return w.id, token
     end
   end
   return nil

@@ -1,22 +1,23 @@
 -- Leave one hold of a reentrant lock; the last one hands the lock to the
 -- oldest live waiter, in this same script (see grant).
 -- KEYS[1] lock hash, KEYS[2] fencing counter, KEYS[3] request key,
--- KEYS[4] queue, KEYS[5] waiters, KEYS[6] granted
+-- KEYS[4] queue, KEYS[5] granted
 -- ARGV[1] owner, ARGV[2] the hold's token, ARGV[3] request-key TTL in ms,
--- ARGV[4] 'publish' or 'spublish'
+-- ARGV[4] 'publish', 'spublish' or 'publish-alive'
 -- Returns the owner's remaining hold count (0 = released, and granted to
 -- the next waiter if any), or -1 when ARGV[1] does not hold the lock under
 -- token ARGV[2].
 local hash, fence, req = KEYS[1], KEYS[2], KEYS[3]
-local done = redis.call('get', req)
-if done then
-  return tonumber(done)
+-- One read for the replay record and the counter.
+local seen = redis.call('mget', req, fence)
+if seen[1] then
+  return tonumber(seen[1])
 end
 
 local count = tonumber(redis.call('hget', hash, ARGV[1]))
 -- The token tells holds apart: a release meant for a hold that expired must
 -- not release the same owner's next hold.
-if not count or redis.call('get', fence) ~= ARGV[2] then
+if not count or seen[2] ~= ARGV[2] then
   return -1
 end
 
@@ -25,12 +26,10 @@ if count > 0 then
   -- The lease is left as it is: the remaining holds were promised at
   -- least what the longest of them asked for, and re-entry never shortens.
   redis.call('hincrby', hash, ARGV[1], -1)
-else
-  -- The grant replaces this hold, or none is found and the lock is free.
+elseif not grant(hash, fence, KEYS[4], KEYS[5], ARGV[4], '', seen[2]) then
+  -- The grant replaces this hold; with no live waiter the lock is free.
   -- No PUBLISH when nobody waits: the grant publishes only to a waiter.
-  if not grant(hash, fence, KEYS[4], KEYS[5], KEYS[6], ARGV[4], '') then
-    redis.call('del', hash)
-  end
+  redis.call('del', hash)
 end
 redis.call('set', req, count, 'px', ARGV[3])
 return count
