@@ -238,6 +238,22 @@ func TestQueueRecordsKeepAnyOwner(t *testing.T) {
 	}
 }
 
+// An entry the grant cannot read (one written by another version of baton)
+// is dropped like a dead waiter's, and the lock goes to the next.
+func TestUnreadableQueueEntryIsSkipped(t *testing.T) {
+	ctx, rdb, l := setup(t, "unreadable")
+	a, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
+	require.NoError(t, err)
+	require.NoError(t, rdb.RPush(ctx, l.Queue, "0123456789abcdef").Err())
+	sub, w := subscribed(t, rdb, l, "next")
+	_, err = l.AcquireNew(ctx, rdb, "N", testLease, w)
+	require.NoError(t, err)
+	_, err = l.Release(ctx, rdb, "A", a.Token, "rel")
+	require.NoError(t, err)
+	require.Equal(t, "next", receiveGrant(t, sub).Waiter)
+	require.Zero(t, rdb.LLen(ctx, l.Queue).Val())
+}
+
 // Tokens rise with every grant, as with every acquire.
 func TestGrantTokensRise(t *testing.T) {
 	ctx, rdb, l := setup(t, "tokens")

@@ -75,9 +75,13 @@ end
 
 -- parseWaiter reads a queue record, as Waiter.record writes it:
 -- "<id> <lease ms> <1 if the owner is shared, else 0> <channel length>
--- <liveness key length> <channel><liveness key><owner>".
+-- <liveness key length> <channel><liveness key><owner>". It returns nil
+-- for anything else (an entry written by another version of baton).
 local function parseWaiter(rec)
   local id, lease, shared, nc, na, rest = string.match(rec, '^(%S+) (%d+) ([01]) (%d+) (%d+) (.*)$')
+  if not id then
+    return nil
+  end
   nc, na = tonumber(nc), tonumber(na)
   local w = {id = id, l = lease, shared = shared == '1', c = string.sub(rest, 1, nc), o = string.sub(rest, nc + na + 1)}
   if na > 0 then
@@ -97,17 +101,19 @@ local function grant(hash, fence, queue, granted, publish, self, last)
       return nil
     end
     local w = parseWaiter(rec)
-    local token = nextToken(fence, last)
-    local received = 1
-    if w.id ~= self then
+    local token, received = nil, 0
+    if w then
+      token, received = nextToken(fence, last), 1
+    end
+    if w and w.id ~= self then
       -- The token goes as a string: cjson would round it.
       local msg = w.id .. ' ' .. cjson.encode({t = formatToken(token), o = w.o, k = hash})
       if publish ~= 'publish-alive' then
         received = redis.call(publish, w.c, msg)
-      elseif w.a and redis.call('pttl', w.a) ~= -2 then
-        redis.call('publish', w.c, msg)
-      else
+      elseif not (w.a and redis.call('pttl', w.a) ~= -2) then
         received = 0
+      else
+        redis.call('publish', w.c, msg)
       end
     end
     redis.call('lpop', queue)
