@@ -157,26 +157,42 @@ func rueidisOption(e Env) (rueidis.ClientOption, error) {
 	return o, nil
 }
 
+// Lock waits as long as ctx allows, but the lock it takes lives until
+// Unlock: rueidislock ties a lock's lifetime to the context it waited with,
+// and when that ends its monitor deletes the key in the background. With
+// ctx itself, the end of a run would free every held lock while its worker
+// still counts as holding it, and a waiter racing in would be counted as a
+// second holder.
 func (l rueidisLocker) Lock(ctx context.Context, name string) (Held, error) {
-	held, release, err := l.l.WithContext(ctx, name)
+	wait, stop := context.WithCancel(context.WithoutCancel(ctx))
+	stopWaiting := context.AfterFunc(ctx, stop)
+	held, release, err := l.l.WithContext(wait, name)
+	if !stopWaiting() {
+		// ctx ended while waiting: no lock, or one already being freed.
+		if err == nil {
+			release()
+		}
+		stop()
+		return nil, ctx.Err()
+	}
 	if err != nil {
+		stop()
 		return nil, err
 	}
-	return rueidisHeld{held: held, waited: ctx, release: release}, nil
+	return rueidisHeld{held: held, release: func() { release(); stop() }}, nil
 }
 
 func (l rueidisLocker) Close() error { l.l.Close(); return nil }
 
-// rueidisHeld is a lock whose context, held, ends when the lock is lost,
-// and also when the context it was acquired with (waited) ends: only the
-// first is a loss.
+// rueidisHeld is a lock whose context, held, ends only when the lock is
+// lost or released.
 type rueidisHeld struct {
-	held, waited context.Context
-	release      context.CancelFunc
+	held    context.Context
+	release func()
 }
 
 func (h rueidisHeld) Unlock(context.Context) error {
-	lost := h.held.Err() != nil && h.waited.Err() == nil
+	lost := h.held.Err() != nil
 	h.release() // returns once the key is deleted
 	if lost {
 		return errNotHeld
