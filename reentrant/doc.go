@@ -23,8 +23,11 @@
 //     counter;
 //   - nobody takes a free lock past a non-empty queue: the release that frees
 //     it, or the first script to find it free, grants it to the oldest live
-//     waiter in the same script and publishes one message to that waiter;
-//     a grant published is a grant made;
+//     waiter in the same script and publishes one message to that waiter.
+//     A waiter no receiver counted is skipped; where the count cannot judge
+//     (Namespace.ReceiversElsewhere) a waiter without a liveness key is
+//     skipped before anything is published, and every grant published is
+//     kept;
 //   - a request ID runs at most once: a retried call (go-redis resends on
 //     timeouts) replays the first result instead of counting, queueing or
 //     granting again; an owner made for one call (AcquireNew) needs no
