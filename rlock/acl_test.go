@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/batonlock/baton/notify/slot"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,13 @@ func TestACLRulesAreSufficientAndMinimal(t *testing.T) {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{clusterSrv.Addr}, Username: user, Password: aclPassword})
 		})
 	})
+}
+
+// The README shows the single-node rules as they are.
+func TestREADMEShowsTheACLRules(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "ACL SETUSER app on >secret resetkeys resetchannels -@all "+ACLRules+"\n")
 }
 
 // oneNodeCluster starts a cluster-enabled server and gives it every slot.
