@@ -2,11 +2,12 @@ package notify
 
 import (
 	"errors"
-	"github.com/batonlock/baton/notify/slot"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/notify/slot"
 )
 
 // The replies to SUBSCRIBE, UNSUBSCRIBE, SUBSCRIBE of one channel arrive in

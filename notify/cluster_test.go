@@ -2,7 +2,6 @@ package notify
 
 import (
 	"fmt"
-	"github.com/batonlock/baton/notify/slot"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/notify/slot"
 	"github.com/batonlock/baton/reentrant/redistest"
 )
 

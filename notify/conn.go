@@ -2,11 +2,12 @@ package notify
 
 import (
 	"errors"
-	"github.com/batonlock/baton/notify/slot"
 	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/notify/slot"
 )
 
 // Reconnects that fail in a row wait this long, doubling up to maxBackoff, so

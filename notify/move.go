@@ -2,12 +2,13 @@ package notify
 
 import (
 	"errors"
-	"github.com/batonlock/baton/notify/slot"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/notify/slot"
 )
 
 // When a cluster slot moves, the client learns of it lazily: ReloadState only

@@ -3,7 +3,6 @@ package reentrant
 import (
 	"context"
 	"fmt"
-	"github.com/batonlock/baton/notify/slot"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/notify/slot"
 )
 
 // Every name either derives keys that all live in one cluster slot, the

@@ -3,11 +3,12 @@ package reentrant
 import (
 	"errors"
 	"fmt"
-	"github.com/batonlock/baton/notify/slot"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/notify/slot"
 )
 
 func TestValidateName(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/batonlock/baton/notify/slot"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/notify/slot"
 	"github.com/batonlock/baton/reentrant/redistest"
 )
 

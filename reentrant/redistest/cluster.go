@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"github.com/batonlock/baton/notify/slot"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/notify/slot"
 )
 
 // clusterTimeout bounds cluster creation, and each slot migration, from the

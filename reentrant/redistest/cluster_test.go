@@ -2,11 +2,12 @@ package redistest
 
 import (
 	"context"
-	"github.com/batonlock/baton/notify/slot"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/notify/slot"
 )
 
 func TestCluster(t *testing.T) {
