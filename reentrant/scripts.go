@@ -53,8 +53,8 @@ type Waiter struct {
 }
 
 // record is how w waits in the queue for owner, with a lease of ms: one
-// list element holding all its grant needs, so that the grant takes it with
-// one LPOP. The lengths make any owner, channel and key parse back (see
+// list element holding all its grant needs, so that the grant reads the
+// head with one LINDEX and no other lookup. The lengths make any owner, channel and key parse back (see
 // parseWaiter in grant.lua), and the same call always writes the same
 // record, which is how it finds itself in the queue and leaves it.
 func (w Waiter) record(owner string, ms int64, shared bool) string {
