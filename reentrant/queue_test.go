@@ -190,6 +190,11 @@ func TestLivenessKeysJudgeWhereTheCountCannot(t *testing.T) {
 	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"E": 1}, st.Holders, "granted on its liveness key, with no receiver counted")
+	require.True(t, st.TTL > 0 && st.TTL <= aliveTTL, "until confirmed, the grant's lease is the key's TTL: %v", st.TTL)
+	r, err := l.AcquireNew(ctx, rdb, "E", testLease, elsewhere) // E's look confirms it
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: st.LastToken, Reported: true}, r)
+	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), aliveTTL, "confirmed: the lease it asked for")
 
 	// Now a crashed waiter: it looked once, then its key ran out.
 	crashed := l.Waiter("crashed", "c-crashed")
@@ -208,7 +213,20 @@ func TestLivenessKeysJudgeWhereTheCountCannot(t *testing.T) {
 	require.Equal(t, before+1, publishes(t, rdb), "one message, to the live waiter only")
 	g := receiveGrant(t, sub)
 	require.Equal(t, "live", g.Waiter, "the crashed waiter was skipped")
+	require.Equal(t, aliveTTL, g.Unconfirmed)
 	require.Zero(t, rdb.LLen(ctx, l.Queue).Val())
+
+	// A waiter that crashed while its key still lived is granted, but
+	// holds the lock only until the unconfirmed lease runs out.
+	crashed = l.Waiter("crashed-2", "c-crashed-2")
+	_, err = l.AcquireNew(ctx, rdb, "C2", testLease, crashed)
+	require.NoError(t, err)
+	_, err = l.Release(ctx, rdb, "L", g.Token, "rel-l")
+	require.NoError(t, err)
+	st, err = l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"C2": 1}, st.Holders)
+	require.True(t, st.TTL > 0 && st.TTL <= aliveTTL, "not its 10s lease: %v", st.TTL)
 }
 
 // A queue record holds the waiter's owner, channel and liveness key as they
@@ -281,4 +299,7 @@ func TestParseGrantRejectsOtherMessages(t *testing.T) {
 	g, err := ParseGrant(`w1 {"t":"1795476559178986","o":"job 7","k":"app:{a b}"}`)
 	require.NoError(t, err)
 	require.Equal(t, Grant{Waiter: "w1", Lock: "a b", Token: 1795476559178986, Owner: "job 7"}, g)
+	g, err = ParseGrant(`w2 {"t":"7","o":"B","k":"app:{n}","u":150}`)
+	require.NoError(t, err)
+	require.Equal(t, Grant{Waiter: "w2", Lock: "n", Token: 7, Owner: "B", Unconfirmed: 150 * time.Millisecond}, g)
 }

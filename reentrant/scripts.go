@@ -54,15 +54,21 @@ type Waiter struct {
 
 // record is how w waits in the queue for owner, with a lease of ms: one
 // list element holding all its grant needs, so that the grant reads the
-// head with one LINDEX and no other lookup. The lengths make any owner, channel and key parse back (see
-// parseWaiter in grant.lua), and the same call always writes the same
-// record, which is how it finds itself in the queue and leaves it.
-func (w Waiter) record(owner string, ms int64, shared bool) string {
+// head with one LINDEX and no other lookup. Where liveness is judged by
+// key, a grant's lease holds only for the key's TTL (aliveMs) until the
+// waiter confirms it. The lengths make any owner, channel and key parse
+// back (see parseWaiter in grant.lua), and the same call always writes the
+// same record, which is how it finds itself in the queue and leaves it.
+func (w Waiter) record(owner string, ms, aliveMs int64, shared bool) string {
 	flag := "0"
 	if shared {
 		flag = "1"
 	}
-	return fmt.Sprintf("%s %d %s %d %d %s%s%s", w.ID, ms, flag, len(w.Channel), len(w.Alive), w.Channel, w.Alive, owner)
+	unconfirmed := ms
+	if w.Alive != "" && aliveMs > 0 {
+		unconfirmed = min(ms, aliveMs)
+	}
+	return fmt.Sprintf("%s %d %d %s %d %d %s%s%s", w.ID, ms, unconfirmed, flag, len(w.Channel), len(w.Alive), w.Channel, w.Alive, owner)
 }
 
 // Grant is a grant message, as a waiter's client receives it.
@@ -71,16 +77,22 @@ type Grant struct {
 	Lock   string // the name of the lock it grants
 	Token  uint64 // the token of the hold it grants
 	Owner  string // the owner the hold was granted to
+	// Unconfirmed is the lease the hold has until its waiter confirms the
+	// grant (a renewal, or a look), where liveness is judged by key; zero
+	// when the grant already has the lease the waiter asked for.
+	Unconfirmed time.Duration
 }
 
 // ParseGrant reads a grant message: the waiter's ID, a space, and a JSON
-// object with the token (a string), the owner and the lock's hash key.
+// object with the token (a string), the owner, the lock's hash key and,
+// where the grant's lease holds only until confirmed, that lease in ms.
 func ParseGrant(msg string) (Grant, error) {
 	waiter, body, _ := strings.Cut(msg, " ")
 	var m struct {
-		Token string `json:"t"`
-		Owner string `json:"o"`
-		Hash  string `json:"k"`
+		Token       string `json:"t"`
+		Owner       string `json:"o"`
+		Hash        string `json:"k"`
+		Unconfirmed int64  `json:"u"`
 	}
 	err := json.Unmarshal([]byte(body), &m)
 	token, terr := strconv.ParseUint(m.Token, 10, 64)
@@ -89,7 +101,8 @@ func ParseGrant(msg string) (Grant, error) {
 	if err != nil || terr != nil || waiter == "" || from < 0 || to <= from {
 		return Grant{}, fmt.Errorf("reentrant: not a grant message: %q", msg)
 	}
-	return Grant{Waiter: waiter, Lock: m.Hash[from+1 : to], Token: token, Owner: m.Owner}, nil
+	return Grant{Waiter: waiter, Lock: m.Hash[from+1 : to], Token: token, Owner: m.Owner,
+		Unconfirmed: time.Duration(m.Unconfirmed) * time.Millisecond}, nil
 }
 
 // ErrInvalidLease reports a lease that is not positive.
@@ -207,7 +220,7 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 		isNew = "1"
 	}
 	if w.ID != "" {
-		record = w.record(owner, ms, !newOwner)
+		record = w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner)
 	}
 	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew,
 		formatToken(token), w.ID, record, k.publish, w.Alive, k.aliveTTL.Milliseconds()).Int64Slice()
@@ -285,7 +298,7 @@ func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner str
 		shared = "0"
 	}
 	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
-	n, err := leaveScript.Run(ctx, rdb, keys, w.ID, owner, k.publish, w.record(owner, ms, !newOwner), shared).Int64()
+	n, err := leaveScript.Run(ctx, rdb, keys, w.ID, owner, k.publish, w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner), shared).Int64()
 	if err != nil {
 		return false, fmt.Errorf("reentrant: leave %q: %w", k.Name, err)
 	}

@@ -224,7 +224,9 @@ func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, publish str
 // waiter listening on another node than the lock's, waiting through many
 // liveness TTLs, still gets the release; a waiter that crashed after
 // queueing first is skipped once its key has run out, so the live one gets
-// the lock at the release, not after the dead one's lease.
+// the lock at the release, not after the dead one's lease. A grant's lease
+// holds only until its waiter confirms it, so even a waiter that crashed
+// while its key lived costs that short lease, not its own.
 func testLivenessKeysWithClassicPubSub(t *testing.T, cl *redistest.Cluster) {
 	ctx := testCtx(t)
 	const aliveTTL = 150 * time.Millisecond
@@ -259,7 +261,24 @@ func testLivenessKeysWithClassicPubSub(t *testing.T, cl *redistest.Cluster) {
 	l := receive(t, got)
 	require.Equal(t, "1", rdb.HGet(ctx, keys.Hash, l.Owner()).Val())
 	require.Zero(t, rdb.LLen(ctx, keys.Queue).Val(), "the crashed waiter's entry was dropped")
+
+	// The grant's lease held only until confirmed; the waiter's client
+	// confirmed it, so the lock outlives the liveness TTL.
+	time.Sleep(3 * aliveTTL)
+	require.NoError(t, l.Context().Err())
+	require.Greater(t, rdb.PTTL(ctx, keys.Hash).Val(), aliveTTL)
+
+	// A waiter that crashed while its key still lived is granted, but only
+	// for the unconfirmed lease: the next waiter gets the lock after that,
+	// not after the crashed one's 30s lease.
+	_, err = keys.AcquireNew(ctx, rdb, "crashed-owner-2", longLease, keys.Waiter("crashed-2", "gone-2"))
+	require.NoError(t, err)
+	next := lockInBackground(ctx, holder, name)
+	require.Eventually(t, func() bool { return rdb.LLen(ctx, keys.Queue).Val() == 2 }, fast, 2*time.Millisecond)
 	require.NoError(t, l.Unlock(ctx))
+	require.Equal(t, "1", rdb.HGet(ctx, keys.Hash, "crashed-owner-2").Val(), "granted while its key lived")
+	last := receive(t, next)
+	require.NoError(t, last.Unlock(ctx))
 }
 
 // The lock lives on a shard other than the one the clients learn the

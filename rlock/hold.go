@@ -84,10 +84,7 @@ func (h *hold) expired(now time.Time) bool {
 	if monoOf(now) < h.validUntil.Load() {
 		return false
 	}
-	h.mu.Lock()
-	givenUp := h.live == 0
-	h.mu.Unlock()
-	if givenUp {
+	if h.givenUp() {
 		// Every handle has called Unlock: the lease ran out on a hold
 		// being given up, which is no loss.
 		h.endWith(errReleased)
@@ -95,6 +92,15 @@ func (h *hold) expired(now time.Time) bool {
 	}
 	h.lose(lostError(h.key.name, "its lease ran out before a renewal was confirmed"))
 	return true
+}
+
+// givenUp reports whether every handle has begun to unlock: an end found
+// then is the release's, or a lease running out on a hold being given up,
+// and no loss.
+func (h *hold) givenUp() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.live == 0
 }
 
 // checkExpiry is the expiry timer: the hold ends at its validity, unless a

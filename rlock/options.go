@@ -81,7 +81,9 @@ func WithClassicPubSub() Option { return func(c *config) { c.classicPubSub = tru
 // waiter looks every third of it, which keeps its client's liveness key
 // for the lock, and a release skips a waiter whose key has expired. So a
 // waiter whose process crashed is skipped by releases made this long after
-// its last look; one granted before that costs its lease. Elsewhere the
+// its last look, and one granted before that holds the lock for at most
+// this long: a grant's lease is this TTL until the waiter's client confirms
+// it with a renewal, in the background. Elsewhere the
 // option has no effect: the receiver count is exact, and a crashed waiter
 // is skipped at once.
 func WithLivenessTTL(d time.Duration) Option { return func(c *config) { c.aliveTTL = d } }

@@ -112,17 +112,44 @@ func (q *queued) close() {
 
 // granted turns a grant message for w into a handle. A grant that is not
 // for this call (a stray one) or whose validity has already passed is given
-// back, and the wait goes on.
+// back, and the wait goes on. A grant whose lease holds only until it is
+// confirmed (where liveness is judged by key) is valid for that lease, and
+// confirmed in the background: Lock returns without waiting for it.
 func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload string) *Lock {
 	g, err := reentrant.ParseGrant(w.ID + " " + payload)
 	if err != nil || g.Owner != a.owner || g.Lock != a.keys.Name || a.queuedAt.IsZero() {
 		return nil
 	}
-	l, _, err := a.hold(ctx, g.Token, a.queuedAt, HandedOff)
-	if err != nil {
+	lease := a.lease
+	if g.Unconfirmed > 0 {
+		lease = min(lease, g.Unconfirmed)
+	}
+	l, _, err := a.hold(ctx, g.Token, a.queuedAt, lease, HandedOff)
+	if err != nil || l == nil {
 		return nil
 	}
+	if lease < a.lease {
+		a.c.background(func() { a.confirm(l.hold) })
+	}
 	return l
+}
+
+// confirm renews hold h, granted with a lease that holds only until its
+// waiter confirms it, to the lease the call asked for. A confirmation that
+// fails leaves the hold to end when that short lease does, unless the
+// watchdog renews it first; one that finds the hold gone after its last
+// handle began to unlock found the release, not a loss.
+func (a *attempt) confirm(h *hold) {
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	defer cancel()
+	sent := time.Now()
+	ok, err := a.keys.Renew(ctx, a.c.rdb, h.key.owner, h.token, a.lease)
+	switch {
+	case err == nil && ok:
+		h.extend(validity(sent, a.lease))
+	case err == nil && !h.givenUp():
+		h.lose(lostError(h.key.name, "renewal found it not held"))
+	}
 }
 
 // untilExpiry is how long to wait for a holder whose PTTL read ttl. Redis

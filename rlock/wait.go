@@ -182,18 +182,18 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*Lock, time.Dura
 	case res.HoldCount > 1:
 		kind = Reentered // an owner shared with WithOwner held it already
 	}
-	return a.hold(ctx, res.Token, sent, kind)
+	return a.hold(ctx, res.Token, sent, a.lease, kind)
 }
 
-// hold turns a grant of token, valid from sent, into a handle. A grant
-// whose validity has already passed is given back, at once, and reported
-// as held for no time.
-func (a *attempt) hold(ctx context.Context, token uint64, sent time.Time, kind AcquireKind) (*Lock, time.Duration, error) {
-	if !time.Now().Before(validity(sent, a.lease)) {
+// hold turns a grant of token into a handle: Redis keeps the grant for at
+// least lease from sent. A grant whose validity has already passed is
+// given back, at once, and reported as held for no time.
+func (a *attempt) hold(ctx context.Context, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*Lock, time.Duration, error) {
+	if !time.Now().Before(validity(sent, lease)) {
 		a.giveBack(ctx, token)
 		return nil, 0, nil
 	}
-	l, err := a.c.adopt(a, token, sent, kind)
+	l, err := a.c.adopt(a, token, sent, lease, kind)
 	if err != nil {
 		owner := a.owner
 		a.c.background(func() { a.release(owner, token) })
@@ -209,10 +209,10 @@ func (a *attempt) hold(ctx context.Context, token uint64, sent time.Time, kind A
 // client already has for the owner; that hold has ended in Redis since.
 var errStaleGrant = errors.New("rlock: grant of an ended hold")
 
-// adopt turns an acquire sent at sent, which granted the hold of token,
-// into a handle of this client's hold for (lock, owner), starting the hold
-// if this client has none.
-func (c *Client) adopt(a *attempt, token uint64, sent time.Time, kind AcquireKind) (*Lock, error) {
+// adopt turns an acquire sent at sent, which granted the hold of token for
+// at least lease, into a handle of this client's hold for (lock, owner),
+// starting the hold if this client has none.
+func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*Lock, error) {
 	key := holdKey{a.keys.Name, a.owner}
 	for {
 		c.mu.Lock()
@@ -227,7 +227,7 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time, kind AcquireKin
 		}
 		var stale *hold
 		if h == nil || h.token < token {
-			stale, h = h, c.newHold(a.keys, a.owner, token, sent, a.lease)
+			stale, h = h, c.newHold(a.keys, a.owner, token, sent, lease)
 			c.holds[key] = h
 		}
 		c.mu.Unlock()
@@ -237,7 +237,7 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time, kind AcquireKin
 			stale.lose(lostError(key.name, "its lease ran out"))
 		}
 		l := newHandle(h, a.ctx, nil, a.cfg, sent, kind)
-		if err := h.join(l, sent, a.lease); err == nil {
+		if err := h.join(l, sent, lease); err == nil {
 			return l, nil
 		}
 		// h ended between the table and the join: start again without it.

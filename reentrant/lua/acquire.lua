@@ -23,15 +23,16 @@ local pttl = redis.call('pttl', hash)
 local count = pttl ~= -2 and redis.call('hget', hash, owner)
 if count then
   local token = redis.call('get', fence)
-  if ARGV[4] == '1' then
-    -- A new owner can only hold the lock through this same call: a resent
-    -- command, a re-check after a grant, or a grant it was handed. Report
-    -- that hold, count nothing.
+  -- A new owner can only hold the lock through this same call: a resent
+  -- command, a re-check after a grant, or a grant it was handed. A shared
+  -- owner's waiter checks that the grant was its own. Either reports that
+  -- hold and counts nothing; a waiter's look confirms the grant, whose
+  -- lease may hold only until confirmed (see grant).
+  if ARGV[4] == '1' or self ~= '' and redis.call('get', granted) == self .. ' ' .. (token or '') then
+    if self ~= '' and pttl < tonumber(lease) then
+      redis.call('pexpire', hash, lease)
+    end
     return {1, tonumber(count), tonumber(token or 0), 1}
-  end
-  -- A waiter's re-check after a grant whose message it missed.
-  if self ~= '' and redis.call('get', granted) == self .. ' ' .. (token or '') then
-    return {1, tonumber(count), tonumber(token), 1}
   end
   local done = redis.call('get', req)
   if done then

@@ -2,8 +2,8 @@
 -- prepended to them): hand a free lock to the oldest live waiter.
 --
 -- The queue is a list under the lock's hash tag, oldest first. Each element
--- is one waiter's record, all its grant needs (see parseWaiter). A waiter is live when its client's subscription
--- receives the grant: PUBLISH and SPUBLISH return how many clients received
+-- is one waiter's record, all its grant needs (see parseWaiter). A waiter
+-- is live when its client's subscription receives the grant: PUBLISH and SPUBLISH return how many clients received
 -- it, and that count is exact on a single node and on a shard's master. A
 -- waiter nobody received is dropped and the next is tried, up to grantTries
 -- per script; a lock left free with waiters behind it is granted by the
@@ -14,7 +14,9 @@
 -- so a message sent cannot be taken back. There the waiter's liveness key,
 -- which each of its looks sets for a few seconds, is checked first: a
 -- waiter without one is dropped unpublished, and every grant published is
--- kept.
+-- kept. Such a grant's lease is at most the liveness key's TTL until the
+-- waiter confirms it (renews, or looks again): a waiter that crashed while
+-- its key still lived holds the lock that long, not its whole lease.
 --
 -- The grant is published before any write: if the channel is refused (an
 -- ACL without it), the script fails with the lock and the queue as they
@@ -74,16 +76,19 @@ local function takeFree(hash, fence, owner, lease)
 end
 
 -- parseWaiter reads a queue record, as Waiter.record writes it:
--- "<id> <lease ms> <1 if the owner is shared, else 0> <channel length>
--- <liveness key length> <channel><liveness key><owner>". It returns nil
--- for anything else (an entry written by another version of baton).
+-- "<id> <lease ms> <lease until confirmed, ms> <1 if the owner is shared,
+-- else 0> <channel length> <liveness key length> <channel><liveness
+-- key><owner>". It returns nil for anything else (an entry written by
+-- another version of baton).
 local function parseWaiter(rec)
-  local id, lease, shared, nc, na, rest = string.match(rec, '^(%S+) (%d+) ([01]) (%d+) (%d+) (.*)$')
+  local id, lease, unconfirmed, shared, nc, na, rest =
+    string.match(rec, '^(%S+) (%d+) (%d+) ([01]) (%d+) (%d+) (.*)$')
   if not id then
     return nil
   end
   nc, na = tonumber(nc), tonumber(na)
-  local w = {id = id, l = lease, shared = shared == '1', c = string.sub(rest, 1, nc), o = string.sub(rest, nc + na + 1)}
+  local w = {id = id, l = lease, u = unconfirmed, shared = shared == '1', c = string.sub(rest, 1, nc),
+    o = string.sub(rest, nc + na + 1)}
   if na > 0 then
     w.a = string.sub(rest, nc + 1, nc + na)
   end
@@ -106,8 +111,13 @@ local function grant(hash, fence, queue, granted, publish, self, last)
       token, received = nextToken(fence, last), 1
     end
     if w and w.id ~= self then
-      -- The token goes as a string: cjson would round it.
-      local msg = w.id .. ' ' .. cjson.encode({t = formatToken(token), o = w.o, k = hash})
+      -- The token goes as a string: cjson would round it. A lease that
+      -- holds only until confirmed goes too.
+      local body = {t = formatToken(token), o = w.o, k = hash}
+      if w.u ~= w.l then
+        body.u = tonumber(w.u)
+      end
+      local msg = w.id .. ' ' .. cjson.encode(body)
       if publish ~= 'publish-alive' then
         received = redis.call(publish, w.c, msg)
       elseif not (w.a and redis.call('pttl', w.a) ~= -2) then
@@ -118,12 +128,14 @@ local function grant(hash, fence, queue, granted, publish, self, last)
     end
     redis.call('lpop', queue)
     if received > 0 then
-      take(hash, fence, w.o, w.l, token, true)
+      -- The caller's own grant is confirmed by this very call.
+      local lease = w.id == self and w.l or w.u
+      take(hash, fence, w.o, lease, token, true)
       if w.shared then
         -- Its owner holding the lock does not tell this waiter that the
         -- grant was its own, as it does for an owner made for one call: a
         -- waiter that missed the message finds its grant here.
-        redis.call('set', granted, w.id .. ' ' .. formatToken(token), 'px', w.l)
+        redis.call('set', granted, w.id .. ' ' .. formatToken(token), 'px', lease)
       end
       return w.id, token
     end
