@@ -83,9 +83,9 @@ func WithClassicPubSub() Option { return func(c *config) { c.classicPubSub = tru
 // waiter whose process crashed is skipped by releases made this long after
 // its last look, and one granted before that holds the lock for at most
 // this long: a grant's lease is this TTL until the waiter's client confirms
-// it with a renewal, in the background. Elsewhere the
-// option has no effect: the receiver count is exact, and a crashed waiter
-// is skipped at once.
+// it with a renewal, in the background. Elsewhere the option has no
+// effect: the receiver count is exact, and a crashed waiter is skipped at
+// once.
 func WithLivenessTTL(d time.Duration) Option { return func(c *config) { c.aliveTTL = d } }
 
 // minAliveTTL keeps the looks of WithLivenessTTL at least 10ms apart.
