@@ -271,10 +271,13 @@ func testLivenessKeysWithClassicPubSub(t *testing.T, cl *redistest.Cluster) {
 	// A waiter that crashed while its key still lived is granted, but only
 	// for the unconfirmed lease: the next waiter gets the lock after that,
 	// not after the crashed one's 30s lease.
-	_, err = keys.AcquireNew(ctx, rdb, "crashed-owner-2", longLease, keys.Waiter("crashed-2", "gone-2"))
+	crashed = keys.Waiter("crashed-2", "gone-2")
+	_, err = keys.AcquireNew(ctx, rdb, "crashed-owner-2", longLease, crashed)
 	require.NoError(t, err)
 	next := lockInBackground(ctx, holder, name)
 	require.Eventually(t, func() bool { return rdb.LLen(ctx, keys.Queue).Val() == 2 }, fast, 2*time.Millisecond)
+	// Its last look was just now, however long the queueing above took.
+	require.NoError(t, rdb.Set(ctx, crashed.Alive, 1, aliveTTL).Err())
 	require.NoError(t, l.Unlock(ctx))
 	require.Equal(t, "1", rdb.HGet(ctx, keys.Hash, "crashed-owner-2").Val(), "granted while its key lived")
 	last := receive(t, next)
