@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,11 +52,14 @@ type hold struct {
 }
 
 // newHold starts a hold whose first acquire was sent at sent and asked for
-// lease. It is not yet in the client's table.
+// lease. It is not yet in the client's table. Its expiry timer fires at
+// once if the validity has passed meanwhile, and reads h.expiry: so it is
+// made idle, and armed only once the hold has it.
 func (c *Client) newHold(keys reentrant.Keys, owner string, token uint64, sent time.Time, lease time.Duration) *hold {
 	h := &hold{c: c, key: holdKey{keys.Name, owner}, keys: keys, token: token, retired: make(chan struct{}), handles: map[*Lock]struct{}{}}
 	h.validUntil.Store(monoOf(validity(sent, lease)))
-	h.expiry = time.AfterFunc(time.Until(validity(sent, lease)), h.checkExpiry)
+	h.expiry = time.AfterFunc(math.MaxInt64, h.checkExpiry)
+	h.expiry.Reset(time.Until(validity(sent, lease)))
 	return h
 }
 
