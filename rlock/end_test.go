@@ -1,11 +1,13 @@
 package rlock
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/reentrant"
@@ -13,7 +15,8 @@ import (
 )
 
 // A hold's end at its edges (issue 22): a hold whose validity has passed
-// before it is built, a grant whose validity passes while it is adopted.
+// before it is built, a grant whose validity passes while it is adopted, a
+// release that fails after the lease ran out on a hold being given up.
 
 // A hold whose validity has already passed when it starts: its expiry timer
 // fires at once, and must find the hold fully built, since it reads the
@@ -73,4 +76,55 @@ func TestGrantThatPassesWhileAdoptedIsGivenBack(t *testing.T) {
 	require.NoError(t, second.Unlock(ctx))
 	require.Zero(t, handled.Load(), "the lost handler ran for a grant the caller never held")
 	require.Zero(t, observed.Load(), "Observer.Lost ran for a grant the caller never held")
+}
+
+// The lease runs out on a hold being given up while its release gets no
+// answer. The lock is free in Redis by expiry whatever became of the
+// release, and the handle held it until it began to unlock: the outcome of
+// a confirmed release, so Unlock returns nil, and nothing is lost. A
+// re-entry through the handle meanwhile is not obtained: it is not held.
+func TestFailedReleaseAfterTheLeaseRanOut(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rdb := admin(t, srv)
+	p := startProxy(t, srv.Addr)
+	const lease = 100 * time.Millisecond
+	var losses atomic.Int32
+	c, err := New(p.client(t, func(o *redis.Options) { o.MaxRetries, o.ReadTimeout = -1, 5*lease }),
+		WithWatchdogLease(lease), WithLostHandler(func(string, error) { losses.Add(1) }))
+	require.NoError(t, err)
+	defer c.Close()
+	l, err := c.Lock(ctx, "ran-out")
+	require.NoError(t, err)
+	p.Blackhole() // the release never reaches Redis, and no reply comes
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- l.Unlock(ctx) }()
+
+	<-l.Context().Done() // at its validity, while the release waits
+	require.ErrorIs(t, context.Cause(l.Context()), context.Canceled)
+	_, err = c.Lock(context.WithoutCancel(l.Context()), "ran-out")
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.ErrorIs(t, err, ErrNotHeld, "a re-entry through a given-up hold")
+	require.NotErrorIs(t, err, errReleased)
+
+	require.NoError(t, <-unlocked)
+	require.ErrorIs(t, l.Unlock(ctx), ErrNotHeld, "the handle is done")
+	require.Zero(t, losses.Load(), "a hold being given up was reported lost")
+	require.Eventually(t, func() bool { return rdb.Exists(ctx, lockKey("ran-out")).Val() == 0 },
+		lease, 5*time.Millisecond, "the lease did not free the lock")
+}
+
+// A re-entry through a handle whose hold has been released is not
+// obtained, and says the lock is not held.
+func TestReentryThroughAReleasedHoldIsNotHeld(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	l, err := c.Lock(ctx, "given-up")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+	_, err = c.Lock(context.WithoutCancel(l.Context()), "given-up")
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.ErrorIs(t, err, ErrNotHeld)
+	require.NotErrorIs(t, err, errReleased)
 }
