@@ -100,14 +100,23 @@ func TestFailedReleaseAfterTheLeaseRanOut(t *testing.T) {
 	unlocked := make(chan error, 1)
 	go func() { unlocked <- l.Unlock(ctx) }()
 
-	<-l.Context().Done() // at its validity, while the release waits
+	select {
+	case <-l.Context().Done(): // at its validity, while the release waits
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hold outlived its validity")
+	}
 	require.ErrorIs(t, context.Cause(l.Context()), context.Canceled)
 	_, err = c.Lock(context.WithoutCancel(l.Context()), "ran-out")
 	require.ErrorIs(t, err, ErrNotObtained)
 	require.ErrorIs(t, err, ErrNotHeld, "a re-entry through a given-up hold")
 	require.NotErrorIs(t, err, errReleased)
 
-	require.NoError(t, <-unlocked)
+	select {
+	case err := <-unlocked:
+		require.NoError(t, err, "Unlock of a given-up hold whose release failed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Unlock outlived its read timeout")
+	}
 	require.ErrorIs(t, l.Unlock(ctx), ErrNotHeld, "the handle is done")
 	require.Zero(t, losses.Load(), "a hold being given up was reported lost")
 	require.Eventually(t, func() bool { return rdb.Exists(ctx, lockKey("ran-out")).Val() == 0 },
