@@ -274,8 +274,8 @@ func (h *hold) finish(l *Lock) error {
 }
 
 // errReleased ends a hold whose handles have all unlocked. It never leaves
-// the hold: no Context reports it (each unlocked handle ends with
-// context.Canceled), finish answers nil for it, and endLocked ErrNotHeld.
+// the hold: each unlocked handle's Context ends with context.Canceled,
+// finish answers nil for it, and endLocked turns it into ErrNotHeld.
 var errReleased = errors.New("rlock: released")
 
 // lose ends the hold because the lock was taken away. The lost handler and

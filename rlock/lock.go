@@ -203,14 +203,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			return err // still unlocking: a retry replays this release
 		}
 		// The hold has ended, so a retry could tell nothing more. Lost or
-		// closed: Redis frees it within the drift margin, if it still has
-		// it at all, and the end is the answer. Given up (its lease ran
-		// out after every handle had begun to unlock): no one else held
-		// it while this handle did, and the lease frees it whatever
-		// became of this release. That is the outcome of a confirmed
-		// release, so the answer is finish's for one: nil. An error here
-		// would only invite a retry, which can answer nothing but
-		// ErrNotHeld.
+		// closed: the end is the answer. Given up (its lease ran out after
+		// every handle had begun to unlock): the lock was held to the end
+		// and the lease frees it, whatever became of this release. That
+		// is the outcome of a confirmed release, so finish answers nil, as
+		// for one; an error would only invite a retry, which could answer
+		// nothing but ErrNotHeld.
 		if cause := h.finish(l); cause != nil {
 			return errors.Join(cause, err)
 		}
