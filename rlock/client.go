@@ -45,6 +45,9 @@ type Client struct {
 	// afterFirstAttempt, when set by tests, runs between the first failed
 	// acquire and the subscribe of the wait loop.
 	afterFirstAttempt func()
+	// beforeJoin, when set by tests, runs in adopt between finding the
+	// hold to join and joining it.
+	beforeJoin func()
 }
 
 // New returns a Client that takes locks on rdb: a *redis.Client (a single
