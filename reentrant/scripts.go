@@ -136,8 +136,9 @@ type AcquireResult struct {
 	Reported bool
 	// Draining (when not Acquired) says the lock is free, but its queue
 	// still starts with more entries that no longer listen than one call
-	// drops (a bounded number, so that a call's time is bounded). Nothing was taken, since live waiters may be behind them; a waiter
-	// is queued. HolderTTL is zero: call again at once.
+	// drops (a bounded number, so that a call's time is bounded). Nothing
+	// was taken, since live waiters may be behind them; a waiter is
+	// queued. HolderTTL is zero: call again at once.
 	Draining bool
 }
 
