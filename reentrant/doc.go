@@ -24,6 +24,10 @@
 //   - nobody takes a free lock past a non-empty queue: the release that frees
 //     it, or the first script to find it free, grants it to the oldest live
 //     waiter in the same script and publishes one message to that waiter.
+//     A script skips a bounded number of dead entries; past more, it takes
+//     nothing, says so, and the same call runs the grant again, until the
+//     lock is granted or the queue is empty (the call's own runs are
+//     bounded too; the next call goes on).
 //     A waiter no receiver counted is skipped; where the count cannot judge
 //     (Namespace.ReceiversElsewhere) a waiter without a liveness key is
 //     skipped before anything is published, and every grant published is

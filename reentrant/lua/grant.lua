@@ -6,8 +6,11 @@
 -- is live when its client's subscription receives the grant: PUBLISH and SPUBLISH return how many clients received
 -- it, and that count is exact on a single node and on a shard's master. A
 -- waiter nobody received is dropped and the next is tried, up to grantTries
--- per script; a lock left free with waiters behind it is granted by the
--- next script that finds it so (a waiter's look).
+-- per script, which bounds how long one script blocks the server. A script
+-- that runs out of tries with entries left says so in its reply: the lock
+-- is then free with a queue behind it, which nobody may take past (see
+-- acquire.lua), and the client runs the grant again (pass.lua) until it
+-- grants someone or empties the queue; any waiter's look grants too.
 -- Where a waiter may listen on another node than this one
 -- ('publish-alive': PUBLISH on a cluster, or a Sentinel client on a
 -- demoted master), the count misses receivers the message still reaches,
@@ -98,12 +101,15 @@ end
 -- grant hands the free lock to the oldest live waiter. self is the calling
 -- waiter's ID, if any: it is live without a message. last is the fencing
 -- counter's value, if the caller has read it (see nextToken). It returns
--- the granted waiter's ID and token, or nil when no live waiter was found.
+-- the granted waiter's ID and token; or, when it granted nobody, nil, nil
+-- and whether entries are left: false when the queue is empty, true when it
+-- dropped grantTries dead entries and more remain. The two must not be
+-- confused: a lock is free for the taking only in the first case.
 local function grant(hash, fence, queue, granted, publish, self, last)
   for _ = 1, grantTries do
     local rec = redis.call('lindex', queue, 0)
     if not rec then
-      return nil
+      return nil, nil, false
     end
     local w = parseWaiter(rec)
     local token, received = nil, 0
@@ -140,5 +146,5 @@ local function grant(hash, fence, queue, granted, publish, self, last)
       return w.id, token
     end
   end
-  return nil
+  return nil, nil, redis.call('lindex', queue, 0) ~= false
 end
