@@ -15,6 +15,7 @@ import (
 // No test may leave a goroutine behind: waiters, hubs and watchdogs all stop.
 // In ACL mode the servers' least-privilege user has exactly ACLRules.
 func TestMain(m *testing.M) {
+	redistest.RequireInstalled()
 	redistest.UseACLRules(ACLRules)
 	goleak.VerifyTestMain(m, failoverClusterClientLeak...)
 }
