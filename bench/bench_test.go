@@ -12,8 +12,8 @@ import (
 	"github.com/batonlock/baton/reentrant/redistest"
 )
 
-// Benchmarks against a real redis-server; skipped when it is not installed
-// (and failed under CI).
+// Benchmarks against a real redis-server; skipped under -short, failed when
+// it is not installed.
 
 // BenchmarkUncontended is one Lock and one Unlock of a free lock: the round
 // trips plus the client's own cost and allocations.

@@ -15,7 +15,10 @@ import (
 )
 
 // Every reader goroutine must end with Hub.Close.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redistest.RequireInstalled()
+	goleak.VerifyTestMain(m)
+}
 
 const (
 	testInterval = 100 * time.Millisecond

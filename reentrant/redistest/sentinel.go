@@ -93,15 +93,34 @@ func (s *Sentinel) awaitPromotable() {
 // FailoverClient returns a redis.NewFailoverClient on the sentinel, closed
 // at test end. Under ACLEnv=1 it logs in as the least-privilege user.
 func (s *Sentinel) FailoverClient() *redis.Client {
+	rdb := redis.NewFailoverClient(s.failoverOptions(nil))
+	s.tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// FailoverClusterClient returns a redis.NewFailoverClusterClient on the
+// sentinel: a ClusterClient whose one slot range is served by the master
+// and its replica, as the sentinel names them. opts may adjust the options
+// (ReplicaOnly, say). It is closed at test end; under ACLEnv=1 it logs in
+// as the least-privilege user.
+func (s *Sentinel) FailoverClusterClient(opts ...func(*redis.FailoverOptions)) *redis.ClusterClient {
+	rdb := redis.NewFailoverClusterClient(s.failoverOptions(opts))
+	s.tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func (s *Sentinel) failoverOptions(opts []func(*redis.FailoverOptions)) *redis.FailoverOptions {
 	o := Options("")
-	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+	fo := &redis.FailoverOptions{
 		MasterName:    SentinelMaster,
 		SentinelAddrs: []string{s.Addr},
 		Username:      o.Username,
 		Password:      o.Password,
-	})
-	s.tb.Cleanup(func() { _ = rdb.Close() })
-	return rdb
+	}
+	for _, f := range opts {
+		f(fo)
+	}
+	return fo
 }
 
 // MasterAddr is the master's address as the sentinel names it.

@@ -16,7 +16,10 @@ import (
 	"github.com/batonlock/baton/rlock/rlockotel"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redistest.RequireInstalled()
+	goleak.VerifyTestMain(m)
+}
 
 // A scripted scenario against a real server, then exact counts: a free
 // acquire, a re-entry, a wait that ends in a hand-off, releases, renewals
