@@ -34,9 +34,10 @@ const (
 
 // The scenarios the targets are set on.
 const (
-	hotKey    = "hot-key"
-	storm     = "storm"
-	uncontend = "uncontended"
+	hotKey      = "hot-key"
+	storm       = "storm"
+	uncontend   = "uncontended"
+	idleHandoff = "idle-handoff"
 )
 
 // pairAlgorithms are the recipes whose uncontended acquisition is exactly
