@@ -59,7 +59,8 @@
 //     has not yet started to release. There must be none.
 //
 // Runs never share keys: each has its own key prefix. Targets judges baton
-// against the best peer or polling recipe of the same run; WriteTable,
+// on figures of the same run: against the FIFO limit 1/(hold + PING p50),
+// the best peer or polling recipe, or bsm/redislock. WriteTable,
 // WriteTargets and WriteFiles (JSON, CSV, SVG chart) present a Report, which
 // carries what the run ran on (Meta). The command bench/cmd/baton-bench
 // drives it all, on a throwaway redis-server by default.

@@ -113,7 +113,7 @@ func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.
 	if err := bench.WriteTable(stdout, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\ntargets (set for a real Redis), against the best peer or polling recipe of this run:\n")
+	fmt.Fprintf(stdout, "\ntargets (set for a real Redis), on figures of this run:\n")
 	if err := bench.WriteTargets(stdout, bench.Targets(rep.Results)); err != nil {
 		return err
 	}
