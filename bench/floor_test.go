@@ -27,13 +27,7 @@ func BenchmarkServerTimeFloor(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			l := benchLocker(b, srv, byName[name])
 			ctx := context.Background()
-			serverTime(b, srv, func() error {
-				h, err := l.Lock(ctx, "floor")
-				if err != nil {
-					return err
-				}
-				return h.Unlock(ctx)
-			})
+			serverTime(b, srv, func() error { return lockUnlock(ctx, l, "floor") })
 		})
 	}
 	b.Run("two-minimal-scripts", func(b *testing.B) {

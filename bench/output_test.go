@@ -40,9 +40,13 @@ func sampleReport() Report {
 				WaitP50: 2 * time.Millisecond, WaitP99: 40 * time.Millisecond, WaitMax: 90 * time.Millisecond,
 				PingP50: 200 * time.Microsecond, ClientPerAcq: 9.5, MinPerWorker: 100, MaxPerWorker: 500, Fairness: 0.2},
 			{Algorithm: "baton", Scenario: "uncontended", Workers: 1, Names: 1, Rounds: 3, Acquisitions: 10, AcqPerSec: 20000,
-				WaitP99: 80 * time.Microsecond, ClientPerAcq: 2, ServerPerAcq: ptr(2.0), ServerUsecPerAcq: ptr(9.0), Fairness: 1},
+				WaitP99: 80 * time.Microsecond, ClientPerAcq: 2, ServerPerAcq: ptr(2.0), ServerUsecPerAcq: ptr(9.0),
+				CPUPerAcq: ptr(61500 * time.Nanosecond), Fairness: 1},
 			{Algorithm: "poll-1ms", Scenario: "uncontended", Workers: 1, Names: 1, Rounds: 3, Acquisitions: 10, AcqPerSec: 25000,
 				WaitP99: 60 * time.Microsecond, ClientPerAcq: 2, ServerPerAcq: ptr(2.0), ServerUsecPerAcq: ptr(6.0), Fairness: 1},
+			{Algorithm: "redislock-1ms", Scenario: "uncontended", Workers: 1, Names: 1, Rounds: 3, Acquisitions: 10, AcqPerSec: 14000,
+				WaitP99: 70 * time.Microsecond, ClientPerAcq: 2, ServerPerAcq: ptr(5.0), ServerUsecPerAcq: ptr(6.5),
+				CPUPerAcq: ptr(50 * time.Microsecond), Fairness: 1},
 		},
 	}
 }
