@@ -16,14 +16,6 @@ import (
 	"github.com/batonlock/baton/reentrant/redistest"
 )
 
-// The A/B's children are this test binary, started with childEnv set.
-func TestMain(m *testing.M) {
-	if spec, ok := os.LookupEnv(childEnv); ok {
-		os.Exit(child(context.Background(), spec, os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
-
 // abRows are the table rows of an A/B's output by their first two cells:
 // "1 baton", "median redsync".
 func abRows(out string) (order []string, rows map[string][]string) {
@@ -78,7 +70,7 @@ func TestABRunsEachLibraryInAFreshProcessPerRound(t *testing.T) {
 }
 
 func TestABStartsAThrowawayServerAndStopsIt(t *testing.T) {
-	needRedisServer(t)
+	redistest.Binary(t) // run starts a server of its own
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -18,8 +18,12 @@ import (
 	"github.com/batonlock/baton/reentrant/redistest"
 )
 
-// Two tests run a real redis-server: without one the package fails.
+// The A/B's children are this test binary, started with childEnv set.
+// The run tests need a real redis-server: without one the package fails.
 func TestMain(m *testing.M) {
+	if spec, ok := os.LookupEnv(childEnv); ok {
+		os.Exit(child(context.Background(), spec, os.Stdout, os.Stderr))
+	}
 	redistest.RequireInstalled()
 	os.Exit(m.Run())
 }
