@@ -7,21 +7,6 @@ import (
 	"time"
 )
 
-// Redisson's RLock wire format, as Redisson 4.7.0 keeps it in Redis (Java
-// sources: RedissonLock, RedissonBaseLock, RedissonObject.prefixName,
-// LockPubSub, renewal.LockTask). A lock named N is:
-//
-//	N                                  a hash, field "<clientID>:<owner>" → hold count,
-//	                                   the lease as its PEXPIRE
-//	redisson_lock__channel:{N}         its channel: "0" on every final unlock and forceUnlock
-//	redisson_unlock_latch:{N}:<reqID>  an unlock's result, "0" still held or "1" released,
-//	                                   for the latch TTL, so a resent unlock replays it
-//
-// where "{N}" is N in braces unless N already contains '{', in which case it
-// is N as it is (RedissonPrefixName). The scripts are written from this
-// format, not taken from Redisson; reentrant/testdata/redisson holds
-// Redisson's own scripts as the conformance tests' oracle.
-
 // The messages Redisson publishes on lock channels (LockPubSub), as the
 // decimal strings its LongCodec writes.
 const (
@@ -109,6 +94,22 @@ func (f RedissonField) check() error {
 
 // RedissonNamespace says how the Redisson deployment a Go service shares
 // locks with publishes, and how long unlock latches last.
+//
+// It names locks in Redisson's RLock wire format, as Redisson 4.7.0 keeps
+// it in Redis (Java sources: RedissonLock, RedissonBaseLock,
+// RedissonObject.prefixName, LockPubSub, renewal.LockTask). A lock named N
+// is:
+//
+//	N                                  a hash, field "<clientID>:<owner>" → hold count,
+//	                                   the lease as its PEXPIRE
+//	redisson_lock__channel:{N}         its channel: "0" on every final unlock and forceUnlock
+//	redisson_unlock_latch:{N}:<reqID>  an unlock's result, "0" still held or "1" released,
+//	                                   for the latch TTL, so a resent unlock replays it
+//
+// where "{N}" is N in braces unless N already contains '{', in which case it
+// is N as it is (RedissonPrefixName). The scripts are written from this
+// format, not taken from Redisson; reentrant/testdata/redisson holds
+// Redisson's own scripts as the conformance tests' oracle.
 type RedissonNamespace struct {
 	// Sharded publishes with SPUBLISH, and says waiters must SSUBSCRIBE.
 	// Redisson does so only on a cluster, when its shardedSubscriptionMode
