@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/reentrant/redistest"
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // BenchmarkServerTimeFloor reports the server time of one uncontended

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"time"
-
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 // Result is what one algorithm did on one scenario: in one round, or, from
@@ -56,9 +54,9 @@ type Result struct {
 	// which also counts the commands scripts run, and ServerUsecPerAcq the
 	// server time (commandstats usec) per acquisition; n/a when the server
 	// has no commandstats (miniredis).
-	ServerCommands   redisproc.CommandStats `json:"server_commands,omitempty"`
-	ServerPerAcq     *float64               `json:"server_commands_per_acq"`
-	ServerUsecPerAcq *float64               `json:"server_usec_per_acq"`
+	ServerCommands   map[string]int64 `json:"server_commands,omitempty"`
+	ServerPerAcq     *float64         `json:"server_commands_per_acq"`
+	ServerUsecPerAcq *float64         `json:"server_usec_per_acq"`
 
 	// CPUPerAcq is the user+system CPU time the bench process used during
 	// the runs per acquisition: the lock clients' and, alike for every
@@ -126,7 +124,7 @@ func combine(rounds []Result) Result {
 		r.Violations += x.Violations
 		for k, v := range x.ServerCommands {
 			if r.ServerCommands == nil {
-				r.ServerCommands = redisproc.CommandStats{}
+				r.ServerCommands = map[string]int64{}
 			}
 			r.ServerCommands[k] += v
 		}

@@ -119,7 +119,7 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	// figures n/a; the run itself is still valid.
 	if statsAfter, err := readCommands(ctx, admin); statsErr == nil && err == nil && r.Acquisitions > 0 {
 		d := serverCommands(statsBefore, statsAfter, pings.sent)
-		r.ServerCommands = d.Calls
+		r.ServerCommands = d.Calls // a plain map: the bench's API names no test tool
 		r.ServerPerAcq = ratio(float64(d.Calls.Total()), float64(r.Acquisitions))
 		r.ServerUsecPerAcq = ratio(float64(d.Usec.Total()), float64(r.Acquisitions))
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/notify/slot"
-	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 // TestRedissonOnCluster runs the Redisson wire format on a real three-master

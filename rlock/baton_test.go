@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/reentrant"
-	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 // The baton pass (issue 10): FIFO across processes, the grant inside the

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/reentrant"
-	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 // A hold's end at its edges (issue 22): a hold whose validity has passed

@@ -7,8 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/reentrant"
-	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 // unused is a loopback address nothing listens on: the clients below are

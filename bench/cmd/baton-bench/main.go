@@ -44,7 +44,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/bench"
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // quickDuration and a single round keep a -quick run of all 45 runs near
