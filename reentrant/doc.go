@@ -37,7 +37,10 @@
 //     granting again; an owner made for one call (AcquireNew) needs no
 //     request key, because a hold it already has can only be that call's own;
 //   - a grant publishes before its first write, so a missing channel
-//     permission fails the script with the lock and the queue as they were.
+//     permission fails the script with the lock and the queue as they were;
+//     and after a write that changes nothing, so a node that refuses writes
+//     (a replica, such as a demoted master) fails it before anything is
+//     published.
 //
 // The package has no goroutines and no timers; waiting, renewal and ownership
 // live in the packages above it.

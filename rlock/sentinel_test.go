@@ -140,3 +140,47 @@ func sentinelClient(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cl
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// The reviewer's attack: after a failover, a client whose connections still
+// reach the demoted master (a client built by hand around Sentinel, hence
+// WithLivenessKeys) unlocks there, while a waiter listens there too. The
+// release must fail before it publishes: a waiter told of a grant that the
+// replica then refuses to write would hold a lock the master never gave it.
+func TestUnlockOnADemotedMasterPublishesNoGrant(t *testing.T) {
+	ctx := testCtx(t)
+	s := redistest.StartSentinel(t)
+	demoted := s.Master
+	// A liveness TTL longer than the failover takes: the waiter's key, set
+	// on the old master and replicated, still lives when the release runs.
+	holder := sentinelClient(t, demoted.Client(), WithLivenessKeys(), WithLivenessTTL(10*time.Second))
+	waiter := sentinelClient(t, demoted.Client(), WithLivenessKeys(), WithLivenessTTL(10*time.Second))
+	keys, err := waiter.lockKeys("stale")
+	require.NoError(t, err)
+	listener := demoted.Client().Subscribe(ctx, keys.GrantChannel(waiter.id)) // beside the waiter's subscription
+	_, err = listener.Receive(ctx)
+	require.NoError(t, err)
+
+	h, err := holder.Lock(ctx, "stale", WithLease(longLease))
+	require.NoError(t, err)
+	got := lockInBackground(ctx, waiter, "stale")
+	require.Eventually(t, func() bool { return demoted.Admin().LLen(ctx, keys.Queue).Val() == 1 },
+		5*time.Second, 2*time.Millisecond, "the waiter queues")
+	require.EqualValues(t, 1, demoted.Admin().Wait(ctx, 1, time.Second).Val(), "the queue reached the replica")
+	s.Failover()
+
+	require.ErrorContains(t, h.Unlock(ctx), "READONLY")
+	// A message published on the demoted node now is the first the
+	// listener gets, unless the release published a grant there.
+	require.NoError(t, demoted.Admin().Publish(ctx, keys.GrantChannel(waiter.id), "marker").Err())
+	msg, err := listener.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "marker", msg.Payload, "the demoted master published a grant it could not write")
+	st, err := s.Master.Admin().HGetAll(ctx, keys.Hash).Result()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{h.Owner(): "1"}, st, "the new master still has the holder")
+	select {
+	case r := <-got:
+		t.Fatalf("the waiter got a lock the master never granted: %+v", r)
+	default:
+	}
+}

@@ -38,12 +38,7 @@ type Sentinel struct {
 func StartSentinel(tb testing.TB) *Sentinel {
 	tb.Helper()
 	master := Start(tb)
-	replica := Start(tb, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
-	s := &Sentinel{Master: master, Replica: replica, tb: tb}
-	s.await(func(ctx context.Context) bool {
-		info, err := replica.Admin().Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, "the replica syncs with the master")
+	s := &Sentinel{Master: master, Replica: StartReplica(tb, master), tb: tb}
 
 	dir := tb.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
@@ -70,7 +65,7 @@ func StartSentinel(tb testing.TB) *Sentinel {
 // it may promote.
 func (s *Sentinel) awaitPromotable() {
 	s.tb.Helper()
-	s.await(func(ctx context.Context) bool {
+	await(s.tb, func(ctx context.Context) bool {
 		replicas, err := s.admin.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
 		if err != nil || len(replicas) != 1 {
 			return false
@@ -144,7 +139,7 @@ func (s *Sentinel) Failover() {
 		s.tb.Fatalf("redistest: SENTINEL FAILOVER: %v", err)
 	}
 	promoted := s.Replica
-	s.await(func(ctx context.Context) bool {
+	await(s.tb, func(ctx context.Context) bool {
 		addr, err := s.MasterAddr(ctx)
 		if err != nil || addr != promoted.Addr {
 			return false
@@ -158,22 +153,35 @@ func (s *Sentinel) Failover() {
 	if err := demoted.Admin().ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(promoted.Port)).Err(); err != nil {
 		s.tb.Fatalf("redistest: REPLICAOF on the old master: %v", err)
 	}
-	s.await(func(ctx context.Context) bool {
+	await(s.tb, func(ctx context.Context) bool {
 		role, err := demoted.Admin().Do(ctx, "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "slave"
 	}, "the old master follows the new one")
 	s.Master, s.Replica = promoted, demoted
 }
 
-// await polls cond for up to 10 seconds, or fails the test with what.
-func (s *Sentinel) await(cond func(context.Context) bool, what string) {
-	s.tb.Helper()
+// StartReplica starts a replica of master and returns once it has synced
+// with it: what master held before the call is on the replica too.
+func StartReplica(tb testing.TB, master *Server) *Server {
+	tb.Helper()
+	replica := Start(tb, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	admin := replica.Admin()
+	await(tb, func(ctx context.Context) bool {
+		info, err := admin.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, "the replica syncs with its master")
+	return replica
+}
+
+// await polls cond for up to 10 seconds, or fails tb with what.
+func await(tb testing.TB, cond func(context.Context) bool, what string) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for !cond(ctx) {
 		select {
 		case <-ctx.Done():
-			s.tb.Fatalf("redistest: timed out waiting until %s", what)
+			tb.Fatalf("redistest: timed out waiting until %s", what)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -23,8 +23,21 @@
 --
 -- The grant is published before any write: if the channel is refused (an
 -- ACL without it), the script fails with the lock and the queue as they
--- were.
+-- were. And nothing is published where the writes would be refused: a
+-- waiter listening on a replica (a demoted master a client still reaches
+-- after a failover), or on a master short of min-replicas-to-write, would
+-- believe in a grant never made. So before its first message a script
+-- runs writeProbe, which Redis refuses there as it would any write.
 local grantTries = 16
+
+-- writeProbe is a write that changes nothing: GETEX without options reads
+-- the fencing counter (always a string) and touches neither value nor TTL,
+-- but is flagged as a write, and Redis judges a script's commands by their
+-- flags (READONLY on a replica, NOREPLICAS, MISCONF) before running them.
+-- It is not flagged deny-oom, so a full server still lets a lock go.
+local function writeProbe(fence)
+  redis.call('getex', fence)
+end
 
 -- formatToken prints a token: they are around 1.7e15 (microseconds), which
 -- Lua numbers hold exactly but '..' would print as floats.
@@ -106,6 +119,7 @@ end
 -- dropped grantTries dead entries and more remain. The two must not be
 -- confused: a lock is free for the taking only in the first case.
 local function grant(hash, fence, queue, granted, publish, self, last)
+  local probed = false
   for _ = 1, grantTries do
     local rec = redis.call('lindex', queue, 0)
     if not rec then
@@ -124,6 +138,10 @@ local function grant(hash, fence, queue, granted, publish, self, last)
         body.u = tonumber(w.u)
       end
       local msg = w.id .. ' ' .. cjson.encode(body)
+      if not probed then
+        writeProbe(fence)
+        probed = true
+      end
       if publish ~= 'publish-alive' then
         received = redis.call(publish, w.c, msg)
       elseif not (w.a and redis.call('pttl', w.a) ~= -2) then
