@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,4 +75,22 @@ func renewError(h Hold, cmd *redis.Cmd) error {
 		return fmt.Errorf("reentrant: renew %q: %w", h.Keys.Name, ErrNotHeld)
 	}
 	return nil
+}
+
+// ErrNotHeld is what RenewAll reports for a hold whose owner no longer holds
+// the lock.
+var ErrNotHeld = errors.New("reentrant: lock not held by this owner")
+
+// Renew makes sure the lock has at least lease left when owner still holds
+// it under token (it never shortens a lease), and reports whether owner did.
+func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return false, err
+	}
+	n, err := renewScript.Run(ctx, rdb, []string{k.Hash, k.Fence}, owner, formatToken(token), ms).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: renew %q: %w", k.Name, err)
+	}
+	return n == 1, nil
 }

@@ -1,0 +1,26 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ForceRelease deletes the lock whoever holds it and grants it to the
+// oldest live waiter, if any, before it returns (see handOn). It returns
+// the token of the hold it deleted, or 0 when the lock was free.
+func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (uint64, error) {
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
+	reply, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish).Int64Slice()
+	if err != nil {
+		return 0, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
+	}
+	if len(reply) != 2 {
+		return 0, fmt.Errorf("reentrant: force-release %q: unexpected reply %v", k.Name, reply)
+	}
+	if reply[1] == 1 {
+		k.handOn(ctx, rdb)
+	}
+	return uint64(reply[0]), nil
+}
