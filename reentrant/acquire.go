@@ -8,6 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// acquireScript runs lua/acquire.lua.
+var acquireScript = grantingScript("acquire.lua")
+
 // AcquireResult is the outcome of one acquire attempt.
 type AcquireResult struct {
 	// Acquired reports that the owner holds the lock after the call.

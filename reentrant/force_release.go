@@ -7,6 +7,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// forceReleaseScript runs lua/force_release.lua.
+var forceReleaseScript = grantingScript("force_release.lua")
+
 // ForceRelease deletes the lock whoever holds it and grants it to the
 // oldest live waiter, if any, before it returns (see handOn). It returns
 // the token of the hold it deleted, or 0 when the lock was free.

@@ -9,6 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// inspectScript runs lua/inspect.lua.
+var inspectScript = plainScript("inspect.lua")
+
 // State is a snapshot of a lock, as Inspect reads it.
 type State struct {
 	// Holders maps owner ID to hold count; empty when the lock is free.

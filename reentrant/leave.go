@@ -8,6 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// leaveScript runs lua/leave.lua.
+var leaveScript = grantingScript("leave.lua")
+
 // Leave takes waiter w out of the queue, where Acquire (or, with newOwner,
 // AcquireNew) queued it for owner and lease. If w was granted the lock
 // meanwhile, it passes the lock on to the next live waiter before it

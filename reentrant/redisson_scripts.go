@@ -2,7 +2,6 @@ package reentrant
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"time"
@@ -10,20 +9,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The scripts of the Redisson format: lua/redisson_*.lua, each alone.
 var (
-	//go:embed lua/redisson_acquire.lua
-	redissonAcquireLua string
-	//go:embed lua/redisson_unlock.lua
-	redissonUnlockLua string
-	//go:embed lua/redisson_renew.lua
-	redissonRenewLua string
-	//go:embed lua/redisson_force_unlock.lua
-	redissonForceUnlockLua string
-
-	redissonAcquireScript     = redis.NewScript(redissonAcquireLua)
-	redissonUnlockScript      = redis.NewScript(redissonUnlockLua)
-	redissonRenewScript       = redis.NewScript(redissonRenewLua)
-	redissonForceUnlockScript = redis.NewScript(redissonForceUnlockLua)
+	redissonAcquireScript     = plainScript("redisson_acquire.lua")
+	redissonUnlockScript      = plainScript("redisson_unlock.lua")
+	redissonRenewScript       = plainScript("redisson_renew.lua")
+	redissonForceUnlockScript = plainScript("redisson_force_unlock.lua")
 )
 
 // RedissonAcquireResult is the outcome of one acquire in Redisson's format.

@@ -8,6 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// releaseScript runs lua/release.lua.
+var releaseScript = grantingScript("release.lua")
+
 // ReleaseStatus says what a release did.
 type ReleaseStatus int
 

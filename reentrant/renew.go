@@ -9,6 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// renewScript runs lua/renew.lua.
+var renewScript = plainScript("renew.lua")
+
 // Hold names one owner's hold on one lock, for batched renewal.
 type Hold struct {
 	Keys  Keys
@@ -70,7 +73,7 @@ func renewError(h Hold, cmd *redis.Cmd) error {
 	n, err := cmd.Int64()
 	switch {
 	case err != nil:
-		return fmt.Errorf("reentrant: renew %q: %w", h.Keys.Name, err)
+		return fmt.Errorf("reentrant: renew %q: %w", h.Keys.Name, renewScript.locate(err))
 	case n != 1:
 		return fmt.Errorf("reentrant: renew %q: %w", h.Keys.Name, ErrNotHeld)
 	}

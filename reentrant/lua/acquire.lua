@@ -74,7 +74,9 @@ if pttl == -2 then
     return {1, 1, token}
   end
   if not id and not left then
-    token = takeFree(hash, fence, owner, lease)
+    token = takeToken(fence)
+    redis.call('hset', hash, owner, 1)
+    redis.call('pexpire', hash, lease)
     if ARGV[4] ~= '1' then
       redis.call('set', req, '1:' .. formatToken(token), 'px', ARGV[3])
     end

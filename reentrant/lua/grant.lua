@@ -1,5 +1,5 @@
--- The baton pass, shared by every script that can leave a lock free (it is
--- prepended to them): hand a free lock to the oldest live waiter.
+-- Library (see script.go): the baton pass, shared by every script that can
+-- leave a lock free: hand a free lock to the oldest live waiter.
 --
 -- The queue is a list under the lock's hash tag, oldest first. Each element
 -- is one waiter's record, all its grant needs (see parseWaiter). A waiter
@@ -26,76 +26,13 @@
 -- were.
 local grantTries = 16
 
--- formatToken prints a token: they are around 1.7e15 (microseconds), which
--- Lua numbers hold exactly but '..' would print as floats.
-local function formatToken(token)
-  return string.format('%d', token)
-end
-
--- clockToken is the server clock in microseconds: tokens follow it, so
--- they stay above every earlier token when the counter is lost (a restart
--- without data, a failover that lost the last increments).
-local function clockToken()
-  local now = redis.call('time')
-  return tonumber(now[1]) * 1000000 + tonumber(now[2])
-end
-
--- nextToken is the token of a new hold: the larger of the counter's next
--- value and the clock. last is the counter's value if the caller has read
--- it (false when it is missing), nil if not.
-local function nextToken(fence, last)
-  if last == nil then
-    last = redis.call('get', fence)
-  end
-  return math.max(tonumber(last or 0) + 1, clockToken())
-end
-
--- take makes owner the holder of the lock, with lease ms and token, and
--- returns the token. With clear, whatever hold was left in the hash goes
--- first.
-local function take(hash, fence, owner, lease, token, clear)
-  if clear then
-    redis.call('del', hash)
-  end
+-- take makes owner the holder of the lock, with lease ms and token, in
+-- place of whatever hold was left in the hash.
+local function take(hash, fence, owner, lease, token)
+  redis.call('del', hash)
   redis.call('hset', hash, owner, 1)
   redis.call('pexpire', hash, lease)
   redis.call('set', fence, formatToken(token))
-  return token
-end
-
--- takeFree takes a free lock with nobody queued for owner: the counter is
--- read and written in one SET ... GET, and written again only when it is
--- ahead of the clock.
-local function takeFree(hash, fence, owner, lease)
-  local token = clockToken()
-  local last = tonumber(redis.call('set', fence, formatToken(token), 'get') or 0)
-  if last >= token then
-    token = last + 1
-    redis.call('set', fence, formatToken(token))
-  end
-  redis.call('hset', hash, owner, 1)
-  redis.call('pexpire', hash, lease)
-  return token
-end
-
--- parseWaiter reads a queue record, as Waiter.record writes it:
--- "<id> <lease ms> <lease until confirmed, ms> <1 if the owner is shared,
--- else 0> <channel length> <liveness key length> <channel><liveness
--- key><owner>". It returns nil for anything else (an entry written by
--- another version of baton).
-local function parseWaiter(rec)
-  local id, lease, unconfirmed, shared, nc, na, rest =
-    string.match(rec, '^(%S+) (%d+) (%d+) ([01]) (%d+) (%d+) (.*)$')
-  if not id then
-    return nil
-  end
-  nc, na = tonumber(nc), tonumber(na)
-  local w = {id = id, l = lease, u = unconfirmed, shared = shared == '1', c = string.sub(rest, 1, nc),
-    o = string.sub(rest, nc + na + 1)}
-  if na > 0 then
-    w.a = string.sub(rest, nc + 1, nc + na)
-  end
-  return w
 end
 
 -- grant hands the free lock to the oldest live waiter. self is the calling
@@ -136,7 +73,7 @@ local function grant(hash, fence, queue, granted, publish, self, last)
     if received > 0 then
       -- The caller's own grant is confirmed by this very call.
       local lease = w.id == self and w.l or w.u
-      take(hash, fence, w.o, lease, token, true)
+      take(hash, fence, w.o, lease, token)
       if w.shared then
         -- Its owner holding the lock does not tell this waiter that the
         -- grant was its own, as it does for an owner made for one call: a
