@@ -71,15 +71,13 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 		return AcquireResult{}, err
 	}
 	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
-	isNew, record := "0", ""
-	if newOwner {
-		isNew = "1"
-	}
+	a := acquireArgs{owner: owner, token: token, leaseMs: ms, newOwner: newOwner,
+		requestMs: k.requestTTL.Milliseconds(), publish: k.publish}
 	if w.ID != "" {
-		record = w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner)
+		a.waiter, a.aliveKey, a.aliveMs = w.ID, w.Alive, k.aliveTTL.Milliseconds()
+		a.record = w.record(owner, ms, a.aliveMs, !newOwner)
 	}
-	args := []any{owner, ms, k.requestTTL.Milliseconds(), isNew,
-		formatToken(token), w.ID, record, k.publish, w.Alive, k.aliveTTL.Milliseconds()}
+	args := a.argv()
 	// A run that finds the lock free behind more dead entries than it may
 	// drop takes nothing, and the next run goes on where it stopped. Each
 	// run is the same call, a look for a waiter: repeating it is safe.
@@ -89,6 +87,30 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 			return res, err
 		}
 	}
+}
+
+// acquireArgs are acquire.lua's arguments, by the names its header gives
+// them: the hold asked for, the waiter (zero when the call does not queue)
+// and the namespace's publish command.
+type acquireArgs struct {
+	owner     string
+	token     uint64 // 0: take or re-enter any hold
+	leaseMs   int64
+	newOwner  bool
+	requestMs int64
+
+	waiter   string
+	record   string
+	aliveKey string
+	aliveMs  int64
+
+	publish string
+}
+
+// argv is a in acquire.lua's ARGV order.
+func (a acquireArgs) argv() []any {
+	return []any{a.owner, formatToken(a.token), a.leaseMs, wireFlag(a.newOwner), a.requestMs,
+		a.waiter, a.record, a.aliveKey, a.aliveMs, a.publish}
 }
 
 // acquireOnce runs the acquire script once and reads its reply.

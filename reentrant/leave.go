@@ -20,12 +20,9 @@ func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner str
 	if err != nil {
 		return false, err
 	}
-	shared := "1"
-	if newOwner {
-		shared = "0"
-	}
 	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
-	n, err := leaveScript.Run(ctx, rdb, keys, w.ID, owner, k.publish, w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner), shared).Int64()
+	record := w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner)
+	n, err := leaveScript.Run(ctx, rdb, keys, owner, w.ID, record, wireFlag(newOwner), k.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("reentrant: leave %q: %w", k.Name, err)
 	}

@@ -50,11 +50,7 @@ func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field Red
 	if err != nil {
 		return RedissonAcquireResult{}, err
 	}
-	flag := "0"
-	if fresh {
-		flag = "1"
-	}
-	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, flag).Int64()
+	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, wireFlag(fresh)).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return RedissonAcquireResult{Acquired: true}, nil

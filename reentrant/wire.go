@@ -21,3 +21,12 @@ func leaseMillis(lease time.Duration) (int64, error) {
 
 // formatToken writes a token as the scripts compare it with the counter.
 func formatToken(token uint64) string { return strconv.FormatUint(token, 10) }
+
+// wireFlag writes a flag as the scripts read it: '1' for true, '0' for
+// false.
+func wireFlag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
