@@ -1,8 +1,8 @@
--- Library (see script.go): the queue record. The format is defined once,
--- in record.go (Waiter.record writes it); this is its reader, and
--- TestRecordRoundTrip holds the two to one format.
+-- Library (see script.go): the queue record's reader. The format is
+-- defined once, in record.go, where Waiter.record writes it;
+-- TestRecordRoundTrip holds this reader to it.
 
--- parseWaiter reads a queue record, returning a table with id (the
+-- parseWaiter reads a queue record. It returns a table with id (the
 -- waiter's ID), l (its lease in ms, a string), u (its lease until
 -- confirmed, in ms, a string), shared (whether its owner is shared), c (its
 -- grant channel), a (its liveness key, nil for none) and o (its owner); or
