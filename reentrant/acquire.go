@@ -31,10 +31,10 @@ type AcquireResult struct {
 	// finding the grant it was handed.
 	Reported bool
 	// Draining (when not Acquired) says the lock is free, but its queue
-	// still starts with more entries that no longer listen than one call
-	// drops (a bounded number, so that a call's time is bounded). Nothing
-	// was taken, since live waiters may be behind them; a waiter is
-	// queued. HolderTTL is zero: call again at once.
+	// still starts with entries that no longer listen, more than this
+	// call's runs could drop (a bounded number, so that a call's time is
+	// bounded). Nothing was taken, since live waiters may be behind them;
+	// a waiter is queued. HolderTTL is zero: call again at once.
 	Draining bool
 }
 
@@ -65,6 +65,8 @@ func (k Keys) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, 
 	return k.acquire(ctx, rdb, owner, "", lease, true, 0, w)
 }
 
+// acquire runs acquire.lua for Acquire and AcquireNew, again while it
+// reports Draining, up to drainPasses runs.
 func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, token uint64, w Waiter) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {

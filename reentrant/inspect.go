@@ -31,6 +31,7 @@ func (k Keys) Inspect(ctx context.Context, rdb redis.Scripter) (State, error) {
 	return parseState(reply)
 }
 
+// parseState reads inspect.lua's reply.
 func parseState(reply []any) (State, error) {
 	if len(reply) < 2 || len(reply)%2 != 0 {
 		return State{}, fmt.Errorf("reentrant: inspect: unexpected reply %v", reply)

@@ -19,7 +19,8 @@ const (
 	NotHeld ReleaseStatus = iota
 	// StillHeld: one hold was left; the owner still holds the lock.
 	StillHeld
-	// Released: the last hold was left; the lock was deleted and published.
+	// Released: the last hold was left; the lock went to the oldest live
+	// waiter (the grant published to it), or, with none, was deleted.
 	Released
 )
 
@@ -38,16 +39,18 @@ func (s ReleaseStatus) String() string {
 
 // ReleaseResult is the outcome of one release.
 type ReleaseResult struct {
+	// Status says what the release did.
 	Status ReleaseStatus
 	// Remaining is the owner's hold count after the call.
 	Remaining int64
 }
 
-// Release leaves one of owner's holds on the hold of token; it reports
-// NotHeld, changing nothing, when owner does not hold the lock under that
-// token. The lease is left as it is. The last hold's release grants the
-// lock to the oldest live waiter, if any, before it returns (see handOn).
-// requestID makes a retried call replay the first result.
+// Release leaves one of owner's holds under token, and reports NotHeld,
+// changing nothing, when owner does not hold the lock under that token.
+// The lease is left as it is. The release of the last hold grants the lock
+// to the oldest live waiter, if any, before it returns (see handOn).
+// requestID must be unique per release: a repeated call with the same ID
+// replays the first result.
 func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
 	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
 	n, err := releaseScript.Run(ctx, rdb, keys, owner, formatToken(token), k.requestTTL.Milliseconds(), k.publish).Int64()

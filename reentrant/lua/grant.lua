@@ -1,29 +1,19 @@
 -- Library (see script.go): the baton pass, shared by every script that can
--- leave a lock free: hand a free lock to the oldest live waiter.
---
--- The queue is a list under the lock's hash tag, oldest first. Each element
--- is one waiter's record, all its grant needs (see parseWaiter). A waiter
--- is live when its client's subscription receives the grant: PUBLISH and SPUBLISH return how many clients received
--- it, and that count is exact on a single node and on a shard's master. A
--- waiter nobody received is dropped and the next is tried, up to grantTries
--- per script, which bounds how long one script blocks the server. A script
--- that runs out of tries with entries left says so in its reply: the lock
--- is then free with a queue behind it, which nobody may take past (see
--- acquire.lua), and the client runs the grant again (pass.lua) until it
--- grants someone or empties the queue; any waiter's look grants too.
--- Where a waiter may listen on another node than this one
--- ('publish-alive': PUBLISH on a cluster, or a Sentinel client on a
--- demoted master), the count misses receivers the message still reaches,
--- so a message sent cannot be taken back. There the waiter's liveness key,
--- which each of its looks sets for a few seconds, is checked first: a
--- waiter without one is dropped unpublished, and every grant published is
--- kept. Such a grant's lease is at most the liveness key's TTL until the
--- waiter confirms it (renews, or looks again): a waiter that crashed while
--- its key still lived holds the lock that long, not its whole lease.
---
--- The grant is published before any write: if the channel is refused (an
--- ACL without it), the script fails with the lock and the queue as they
--- were.
+-- leave a lock free: hand a free lock to the oldest live waiter. The
+-- protocol is the package doc's (doc.go: The baton pass, Liveness,
+-- Draining); what the code must keep:
+--   - a waiter is live when its grant message was received (PUBLISH and
+--     SPUBLISH count receivers), or, with 'publish-alive', when its
+--     liveness key exists: then every grant published is kept, and its
+--     lease is the record's unconfirmed one until the waiter confirms it;
+--   - a dead waiter's record is dropped; up to grantTries per script, which
+--     bounds how long one script blocks the server;
+--   - the grant is published before any write: if the channel is refused
+--     (an ACL without it), the script fails with the lock and the queue as
+--     they were.
+
+-- grantTries is how many queue entries one script tries before it gives
+-- up with entries left (see grant).
 local grantTries = 16
 
 -- take makes owner the holder of the lock, with lease ms and token, in
