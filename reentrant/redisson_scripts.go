@@ -45,6 +45,7 @@ func (k RedissonKeys) AcquireFresh(ctx context.Context, rdb redis.Scripter, fiel
 	return k.acquire(ctx, rdb, field, lease, true)
 }
 
+// acquire runs redisson_acquire.lua for Acquire and AcquireFresh.
 func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration, fresh bool) (RedissonAcquireResult, error) {
 	ms, err := k.args(field, lease)
 	if err != nil {

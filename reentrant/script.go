@@ -103,8 +103,9 @@ var scriptLine = regexp.MustCompile(`user_script:(\d+)`)
 // locate returns err with every line of the script it names as the file
 // and line it comes from ("acquire.lua:42", "grant.lua:7"). The result
 // wraps err, so it still matches redis.Error with errors.As: the server
-// rejected the script, and what it had done before the error stays done.
-// An error that names no line is returned as it is.
+// answered, so the call ran and failed rather than possibly ran unseen
+// (what the script wrote before the error stays). An error that names no
+// line is returned as it is.
 func (s *script) locate(err error) error {
 	var reply redis.Error
 	if !errors.As(err, &reply) || !scriptLine.MatchString(err.Error()) {
@@ -135,5 +136,8 @@ type scriptError struct {
 	err error // the reply as the server sent it: a redis.Error
 }
 
+// Error is the reply's message, its lines located.
 func (e *scriptError) Error() string { return e.msg }
+
+// Unwrap is the reply as the server sent it.
 func (e *scriptError) Unwrap() error { return e.err }
