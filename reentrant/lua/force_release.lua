@@ -15,5 +15,5 @@ if redis.call('exists', hash) == 0 then
   return {0, 0}
 end
 local deleted = redis.call('get', fence)
-local _, left = passOn(hash, fence, queue, granted, publish, deleted)
+local left = passOn(hash, fence, queue, granted, publish, deleted)
 return {tonumber(deleted or 0), left and 1 or 0}

@@ -79,15 +79,14 @@ end
 -- passOn hands on a lock whose last hold is being given up: to the oldest
 -- live waiter (see grant), or, when it granted nobody, to nobody, by
 -- deleting the hash. last is the fencing counter's value, if the caller
--- has read it (see nextToken). It returns whether it granted the lock and,
--- when it did not, whether entries are left in the queue (grant's left):
--- the lock is then free behind them, and the script's reply tells the
--- client to run pass.lua.
+-- has read it (see nextToken). It returns true when it granted nobody but
+-- left entries in the queue (grant's left): the lock is then free behind
+-- them, and the script's reply tells the client to run pass.lua.
 local function passOn(hash, fence, queue, granted, publish, last)
   local id, _, left = grant(hash, fence, queue, granted, publish, '', last)
   if id then
-    return true, false
+    return false
   end
   redis.call('del', hash)
-  return false, left
+  return left
 end

@@ -31,5 +31,5 @@ if not newOwner then
   end
   redis.call('del', granted)
 end
-local _, left = passOn(hash, fence, queue, granted, publish, token)
+local left = passOn(hash, fence, queue, granted, publish, token)
 return left and 2 or 1

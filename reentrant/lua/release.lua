@@ -38,7 +38,7 @@ if count > 0 then
 else
   -- The grant replaces this hold; with no live waiter the lock is free.
   -- No PUBLISH when nobody waits: the grant publishes only to a waiter.
-  local _, left = passOn(hash, fence, queue, granted, publish, seen[2])
+  local left = passOn(hash, fence, queue, granted, publish, seen[2])
   if left then
     -- Remembered as it is: a resent release asks for the pass again,
     -- which grants nothing twice (pass.lua runs only on a free lock).
