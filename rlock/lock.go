@@ -70,9 +70,10 @@ type Lock struct {
 	unlockReq string     // one request ID for every attempt, so a retry replays
 
 	// Guarded by hold.mu.
-	children  int  // re-entries through this handle's Context, held or being taken
-	unlocking bool // Unlock has been called; no longer renewed
-	finished  bool // released, or its hold ended
+	children   int   // re-entries through this handle's Context, held or being taken
+	unlocking  bool  // Unlock has been called; no longer renewed
+	finished   bool  // released, or its hold ended
+	prev, next *Lock // in the hold's handles, until finished
 }
 
 // newHandle makes the handle of an acquire sent at sent, whose Context
