@@ -9,11 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 )
 
-// Benchmarks against a real redis-server; skipped when it is not installed
-// (and failed under CI).
+// Benchmarks against a real redis-server; skipped under -short, failed when
+// it is not installed.
 
 // BenchmarkUncontended is one Lock and one Unlock of a free lock: the round
 // trips plus the client's own cost and allocations.
@@ -25,11 +25,7 @@ func BenchmarkUncontended(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				h, err := l.Lock(ctx, "free")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := h.Unlock(ctx); err != nil {
+				if err := lockUnlock(ctx, l, "free"); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -99,12 +95,7 @@ func BenchmarkHandoff(b *testing.B) {
 func benchLocker(b *testing.B, srv *redistest.Server, algo Algorithm) Locker {
 	b.Helper()
 	l := openLocker(b, srv, algo, "bench:"+b.Name()+":")
-	ctx := context.Background()
-	h, err := l.Lock(ctx, "warm-up")
-	if err == nil {
-		err = h.Unlock(ctx)
-	}
-	if err != nil {
+	if err := lockUnlock(context.Background(), l, "warm-up"); err != nil {
 		b.Fatal(err)
 	}
 	return l

@@ -45,18 +45,22 @@
 //   - the hand-off gap, from the start of a release to the next acquisition
 //     of that name by another worker that was already waiting when the
 //     release started, and the same in PING round trips, measured by a
-//     separate client during the run;
+//     separate client during the run, or, in the idle hand-off, by each
+//     holder on its own client just before it releases;
 //   - commands per acquisition, twice: as written by the lock clients
 //     (counted on their connections, pub/sub included), and as executed by
 //     the server (INFO commandstats, which also counts commands run inside
 //     scripts), with the server time they took (commandstats usec); n/a on
 //     miniredis, which has no commandstats;
+//   - the bench process's user+system CPU time per acquisition (n/a on
+//     miniredis, which runs inside the process);
 //   - fairness, the ratio of the least to the most acquisitions of a worker;
 //   - mutual-exclusion violations: a worker acquiring a name another worker
 //     has not yet started to release. There must be none.
 //
 // Runs never share keys: each has its own key prefix. Targets judges baton
-// against the best peer or polling recipe of the same run; WriteTable,
+// on figures of the same run: against the FIFO limit 1/(hold + PING p50),
+// the best peer or polling recipe, or bsm/redislock. WriteTable,
 // WriteTargets and WriteFiles (JSON, CSV, SVG chart) present a Report, which
 // carries what the run ran on (Meta). The command bench/cmd/baton-bench
 // drives it all, on a throwaway redis-server by default.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/reentrant/redistest"
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // BenchmarkServerTimeFloor reports the server time of one uncontended
@@ -27,13 +27,7 @@ func BenchmarkServerTimeFloor(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			l := benchLocker(b, srv, byName[name])
 			ctx := context.Background()
-			serverTime(b, srv, func() error {
-				h, err := l.Lock(ctx, "floor")
-				if err != nil {
-					return err
-				}
-				return h.Unlock(ctx)
-			})
+			serverTime(b, srv, func() error { return lockUnlock(ctx, l, "floor") })
 		})
 	}
 	b.Run("two-minimal-scripts", func(b *testing.B) {

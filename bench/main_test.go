@@ -4,7 +4,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // Runs start and stop many clients, hubs and watchdogs: none may linger.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redistest.RequireInstalled()
+	goleak.VerifyTestMain(m)
+}

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 // WriteFiles writes results.json, results.csv and chart.svg into dir,
@@ -88,11 +86,15 @@ func csvCell(v reflect.Value) string {
 		return strconv.FormatInt(int64(x), 10)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
-	case redisproc.CommandStats:
+	case map[string]int64: // server commands: their total
 		if x == nil {
 			return ""
 		}
-		return strconv.FormatInt(x.Total(), 10)
+		var total int64
+		for _, n := range x {
+			total += n
+		}
+		return strconv.FormatInt(total, 10)
 	}
 	return fmt.Sprint(v.Interface()) // strings and integers
 }

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -33,16 +31,20 @@ func sampleReport() Report {
 				Acquisitions: 3000, AcqPerSec: 1000, AcqPerSecMin: 950, AcqPerSecMax: 1100,
 				WaitP50: 5 * time.Millisecond, WaitP99: 9 * time.Millisecond, WaitMax: 12 * time.Millisecond,
 				Handoffs: 2900, GapP50: ptr(300 * time.Microsecond), GapP99: ptr(time.Millisecond), PingP50: 200 * time.Microsecond, GapPerPing: ptr(1.5),
-				ClientCommands: 9000, ClientPerAcq: 3, ServerCommands: redisproc.CommandStats{"evalsha": 9000, "publish": 3000},
+				ClientCommands: 9000, ClientPerAcq: 3, ServerCommands: map[string]int64{"evalsha": 9000, "publish": 3000},
 				ServerPerAcq: ptr(4.0), ServerUsecPerAcq: ptr(20.5), MinPerWorker: 350, MaxPerWorker: 400, Fairness: 0.875},
 			{Algorithm: "poll-1ms", Scenario: "hot-key", Workers: 8, Names: 1, Hold: time.Millisecond, Rounds: 3, Elapsed: 3 * time.Second,
 				Acquisitions: 2400, AcqPerSec: 800, AcqPerSecMin: 800, AcqPerSecMax: 800,
 				WaitP50: 2 * time.Millisecond, WaitP99: 40 * time.Millisecond, WaitMax: 90 * time.Millisecond,
 				PingP50: 200 * time.Microsecond, ClientPerAcq: 9.5, MinPerWorker: 100, MaxPerWorker: 500, Fairness: 0.2},
 			{Algorithm: "baton", Scenario: "uncontended", Workers: 1, Names: 1, Rounds: 3, Acquisitions: 10, AcqPerSec: 20000,
-				WaitP99: 80 * time.Microsecond, ClientPerAcq: 2, ServerPerAcq: ptr(2.0), ServerUsecPerAcq: ptr(9.0), Fairness: 1},
+				WaitP99: 80 * time.Microsecond, ClientPerAcq: 2, ServerPerAcq: ptr(2.0), ServerUsecPerAcq: ptr(9.0),
+				CPUPerAcq: ptr(61500 * time.Nanosecond), Fairness: 1},
 			{Algorithm: "poll-1ms", Scenario: "uncontended", Workers: 1, Names: 1, Rounds: 3, Acquisitions: 10, AcqPerSec: 25000,
 				WaitP99: 60 * time.Microsecond, ClientPerAcq: 2, ServerPerAcq: ptr(2.0), ServerUsecPerAcq: ptr(6.0), Fairness: 1},
+			{Algorithm: "redislock-1ms", Scenario: "uncontended", Workers: 1, Names: 1, Rounds: 3, Acquisitions: 10, AcqPerSec: 14000,
+				WaitP99: 70 * time.Microsecond, ClientPerAcq: 2, ServerPerAcq: ptr(5.0), ServerUsecPerAcq: ptr(6.5),
+				CPUPerAcq: ptr(50 * time.Microsecond), Fairness: 1},
 		},
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/rlock"
 )
 

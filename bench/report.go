@@ -32,6 +32,7 @@ var tables = []struct {
 		{"wait p99", func(r Result) string { return short(r.WaitP99) }},
 		{"wait max", func(r Result) string { return short(r.WaitMax) }},
 		{"gap p50", func(r Result) string { return optional(r.GapP50, short) }},
+		{"gap p99", func(r Result) string { return optional(r.GapP99, short) }},
 		{"ping p50", func(r Result) string { return short(r.PingP50) }},
 		{"gap/ping", func(r Result) string { return optional(r.GapPerPing, timesCell) }},
 	}},
@@ -39,6 +40,7 @@ var tables = []struct {
 		{"client cmd/acq", func(r Result) string { return strconv.FormatFloat(r.ClientPerAcq, 'f', 2, 64) }},
 		{"server cmd/acq", func(r Result) string { return optional(r.ServerPerAcq, twoDecimals) }},
 		{"server µs/acq", func(r Result) string { return optional(r.ServerUsecPerAcq, twoDecimals) }},
+		{"CPU µs/acq", func(r Result) string { return optional(r.CPUPerAcq, microseconds) }},
 	}},
 }
 
@@ -81,7 +83,8 @@ spread: (fastest - slowest round) / median acq/s. fairness: least/most acquisiti
 wait: Lock call to holding, waits cut short by the end of a run included.
 gap: release start to the next acquisition by a worker already waiting; gap/ping: in PING round trips.
 client cmd: written by the lock clients; server cmd and µs: INFO commandstats, script-internal commands included.
--: not measured (no hand-offs, or a server without commandstats).
+CPU: user+system time of the bench process (lock clients and harness) during the run.
+-: not measured (no hand-offs, or a server without commandstats; CPU on the embedded server).
 `
 
 func spreadCell(r Result) string {
@@ -102,6 +105,8 @@ func optional[T any](v *T, format func(T) string) string {
 func timesCell(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "×" }
 
 func twoDecimals(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+func microseconds(d time.Duration) string { return twoDecimals(float64(d) / float64(time.Microsecond)) }
 
 // short prints d with about three significant digits in a fitting unit.
 func short(d time.Duration) string {

@@ -20,11 +20,11 @@ func widestReport() Report {
 	rep.Results = nil
 	for _, sc := range Scenarios(time.Second) {
 		for _, a := range Algorithms() {
-			rep.Results = append(rep.Results, Result{Algorithm: a.Name, Scenario: sc.Name, Rounds: 3,
+			rep.Results = append(rep.Results, Result{Algorithm: a.Name, Scenario: sc.Name, Rounds: 3, Workers: 1, Hold: 999 * time.Millisecond,
 				AcqPerSec: 123456, AcqPerSecMin: 1000, AcqPerSecMax: 200000,
 				WaitP50: 999 * time.Millisecond, WaitP99: 12345 * time.Millisecond, WaitMax: 99999 * time.Millisecond,
-				GapP50: ptr(999 * time.Millisecond), PingP50: 999 * time.Microsecond, GapPerPing: ptr(12345.67),
-				ClientPerAcq: 12345.67, ServerPerAcq: ptr(12345.67), ServerUsecPerAcq: ptr(123456.78),
+				GapP50: ptr(999 * time.Millisecond), GapP99: ptr(99999 * time.Millisecond), PingP50: 999 * time.Microsecond, GapPerPing: ptr(12345.67),
+				ClientPerAcq: 12345.67, ServerPerAcq: ptr(12345.67), ServerUsecPerAcq: ptr(123456.78), CPUPerAcq: ptr(99999 * time.Millisecond),
 				MinPerWorker: 123456, MaxPerWorker: 1234567, Fairness: 0.1, Violations: 12345})
 		}
 	}
@@ -60,8 +60,9 @@ func TestTableShowsNotApplicableAsADash(t *testing.T) {
 		t.Fatalf("no %s row for %s on %s", section, algo, scenario)
 		return nil
 	}
-	require.Equal(t, []string{"hot-key", "poll-1ms", "2ms", "40ms", "90ms", "-", "200µs", "-"}, row("latency", "poll-1ms", "hot-key"))
-	require.Equal(t, []string{"hot-key", "baton", "5ms", "9ms", "12ms", "300µs", "200µs", "1.50×"}, row("latency", "baton", "hot-key"))
-	require.Equal(t, []string{"hot-key", "poll-1ms", "9.50", "-", "-"}, row("cost", "poll-1ms", "hot-key"))
+	require.Equal(t, []string{"hot-key", "poll-1ms", "2ms", "40ms", "90ms", "-", "-", "200µs", "-"}, row("latency", "poll-1ms", "hot-key"))
+	require.Equal(t, []string{"hot-key", "baton", "5ms", "9ms", "12ms", "300µs", "1ms", "200µs", "1.50×"}, row("latency", "baton", "hot-key"))
+	require.Equal(t, []string{"hot-key", "poll-1ms", "9.50", "-", "-", "-"}, row("cost", "poll-1ms", "hot-key"))
+	require.Equal(t, []string{"uncontended", "baton", "2.00", "2.00", "9.00", "61.50"}, row("cost", "baton", "uncontended"))
 	require.Equal(t, []string{"hot-key", "baton", "1000", "15%", "0.875", "(350/400)", "0"}, row("speed", "baton", "hot-key"))
 }

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"time"
-
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
 )
 
 // Result is what one algorithm did on one scenario: in one round, or, from
@@ -56,9 +54,15 @@ type Result struct {
 	// which also counts the commands scripts run, and ServerUsecPerAcq the
 	// server time (commandstats usec) per acquisition; n/a when the server
 	// has no commandstats (miniredis).
-	ServerCommands   redisproc.CommandStats `json:"server_commands,omitempty"`
-	ServerPerAcq     *float64               `json:"server_commands_per_acq"`
-	ServerUsecPerAcq *float64               `json:"server_usec_per_acq"`
+	ServerCommands   map[string]int64 `json:"server_commands,omitempty"`
+	ServerPerAcq     *float64         `json:"server_commands_per_acq"`
+	ServerUsecPerAcq *float64         `json:"server_usec_per_acq"`
+
+	// CPUPerAcq is the user+system CPU time the bench process used during
+	// the runs per acquisition: the lock clients' and, alike for every
+	// algorithm, the harness's (the workers' loops, the pinger). n/a on the
+	// embedded server, whose CPU is the process's own.
+	CPUPerAcq *time.Duration `json:"cpu_per_acq_ns"`
 
 	// Acquisitions of the least and the most served worker, and their ratio.
 	MinPerWorker int64   `json:"min_per_worker"`
@@ -120,7 +124,7 @@ func combine(rounds []Result) Result {
 		r.Violations += x.Violations
 		for k, v := range x.ServerCommands {
 			if r.ServerCommands == nil {
-				r.ServerCommands = redisproc.CommandStats{}
+				r.ServerCommands = map[string]int64{}
 			}
 			r.ServerCommands[k] += v
 		}
@@ -137,6 +141,7 @@ func combine(rounds []Result) Result {
 	r.GapPerPing = medianOf(rounds, func(x Result) *float64 { return x.GapPerPing })
 	r.ServerPerAcq = medianOf(rounds, func(x Result) *float64 { return x.ServerPerAcq })
 	r.ServerUsecPerAcq = medianOf(rounds, func(x Result) *float64 { return x.ServerUsecPerAcq })
+	r.CPUPerAcq = medianOf(rounds, func(x Result) *time.Duration { return x.CPUPerAcq })
 	fair := figures(rounds, func(x Result) float64 { return x.Fairness })
 	m := rounds[slices.Index(fair, median(fair))]
 	r.Fairness, r.MinPerWorker, r.MaxPerWorker = m.Fairness, m.MinPerWorker, m.MaxPerWorker

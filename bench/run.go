@@ -25,6 +25,7 @@ type worker struct {
 	acquisitions int64
 	waits        []time.Duration
 	gaps         []time.Duration
+	pings        pinged // the scenario's HolderPings, else none
 }
 
 // run is the worker's loop until ctx ends. A Lock that ctx cuts short still
@@ -52,6 +53,9 @@ func (w *worker) run(ctx context.Context, sc Scenario, names []string, rec *reco
 			w.gaps = append(w.gaps, gap)
 		}
 		_ = sleep(ctx, sc.Hold) // the run ending cuts the hold short
+		if sc.HolderPings && ctx.Err() == nil {
+			w.pings.once(ctx, w.rdb)
+		}
 		rec.releasing(i, w.id, time.Now())
 		if err := held.Unlock(release); err != nil {
 			return fmt.Errorf("unlock %q: %w", names[i], err)
@@ -83,45 +87,67 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	runCtx, stop := context.WithTimeout(failed, sc.Duration)
 	defer stop()
 	rec := newRecorder(sc.Names)
-	type pinged struct {
-		rtts []time.Duration
-		sent int64
+	pinger := make(chan pinged, 1)
+	if sc.HolderPings {
+		pinger <- pinged{}
+	} else {
+		go func() { pinger <- ping(runCtx, admin) }()
 	}
-	pings := make(chan pinged, 1)
-	go func() {
-		rtts, sent := ping(runCtx, admin)
-		pings <- pinged{rtts, sent}
-	}()
 
+	elapsed, cpu := runWorkers(runCtx, workers, sc, names, rec, fail)
+	stop()
+	pings := <-pinger
+	if err := context.Cause(failed); err != nil {
+		return Result{}, err
+	}
+
+	var holders pinged // on the workers' clients, which count what they send
+	for _, w := range workers {
+		holders.add(w.pings)
+	}
+	pings.add(holders)
+	r := summarize(algo.Name, sc, elapsed, workers, rec, pings.rtts)
+	r.ClientCommands = sent.n.Load() - sentBefore - holders.sent
+	r.ClientPerAcq = perAcquisition(r.ClientCommands, r.Acquisitions)
+	// An embedded server's CPU is the process's own: the figure would
+	// count it as the lock clients'.
+	if cpu != nil && !t.Miniredis && r.Acquisitions > 0 {
+		perAcq := *cpu / time.Duration(r.Acquisitions)
+		r.CPUPerAcq = &perAcq
+	}
+	// A server without INFO commandstats (miniredis) leaves the server
+	// figures n/a; the run itself is still valid.
+	if statsAfter, err := readCommands(ctx, admin); statsErr == nil && err == nil && r.Acquisitions > 0 {
+		d := serverCommands(statsBefore, statsAfter, pings.sent)
+		r.ServerCommands = d.Calls // a plain map: the bench's API names no test tool
+		r.ServerPerAcq = ratio(float64(d.Calls.Total()), float64(r.Acquisitions))
+		r.ServerUsecPerAcq = ratio(float64(d.Usec.Total()), float64(r.Acquisitions))
+	}
+	return r, nil
+}
+
+// runWorkers runs the workers until ctx ends, failing the run with the first
+// error, and returns how long they ran and the user+system CPU time the
+// process used meanwhile (nil where the OS did not say).
+func runWorkers(ctx context.Context, workers []*worker, sc Scenario, names []string, rec *recorder,
+	fail context.CancelCauseFunc) (elapsed time.Duration, cpu *time.Duration) {
+	cpuBefore, errBefore := processCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Go(func() {
-			if err := w.run(runCtx, sc, names, rec); err != nil {
+			if err := w.run(ctx, sc, names, rec); err != nil {
 				fail(fmt.Errorf("worker %d: %w", w.id, err))
 			}
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	stop()
-	p := <-pings
-	if err := context.Cause(failed); err != nil {
-		return Result{}, err
+	elapsed = time.Since(start)
+	if cpuAfter, errAfter := processCPU(); errBefore == nil && errAfter == nil {
+		used := cpuAfter - cpuBefore
+		cpu = &used
 	}
-
-	r := summarize(algo.Name, sc, elapsed, workers, rec, p.rtts)
-	r.ClientCommands = sent.n.Load() - sentBefore
-	r.ClientPerAcq = perAcquisition(r.ClientCommands, r.Acquisitions)
-	// A server without INFO commandstats (miniredis) leaves the server
-	// figures n/a; the run itself is still valid.
-	if statsAfter, err := readCommands(ctx, admin); statsErr == nil && err == nil && r.Acquisitions > 0 {
-		d := serverCommands(statsBefore, statsAfter, p.sent)
-		r.ServerCommands = d.Calls
-		r.ServerPerAcq = ratio(float64(d.Calls.Total()), float64(r.Acquisitions))
-		r.ServerUsecPerAcq = ratio(float64(d.Usec.Total()), float64(r.Acquisitions))
-	}
-	return r, nil
+	return elapsed, cpu
 }
 
 // nameSeed seeds each worker's choice of names. It is the same for every
@@ -156,19 +182,35 @@ func stopWorkers(workers []*worker) {
 	}
 }
 
-// ping measures the round trip of PING on rdb every pingInterval until ctx
-// ends: the yardstick for the hand-off gap, taken under the same load. It
-// also counts the PINGs it sent, answered or not, since the server counts
-// those too. A PING is never cut short by ctx: one cut short still runs on
-// the server, and its dropped connection would redial inside the run.
-func ping(ctx context.Context, rdb redis.UniversalClient) (rtts []time.Duration, sent int64) {
-	whole := context.WithoutCancel(ctx)
-	for sleep(ctx, pingInterval) == nil {
-		sent++
-		start := time.Now()
-		if rdb.Ping(whole).Err() == nil {
-			rtts = append(rtts, time.Since(start))
-		}
+// pinged is the PING yardstick of a run: the round trips measured, and the
+// PINGs sent, answered or not, since the server counts those too.
+type pinged struct {
+	rtts []time.Duration
+	sent int64
+}
+
+// once sends one PING on rdb and times it. A PING is never cut short by
+// ctx: one cut short still runs on the server, and its dropped connection
+// would redial inside the run.
+func (p *pinged) once(ctx context.Context, rdb redis.UniversalClient) {
+	p.sent++
+	start := time.Now()
+	if rdb.Ping(context.WithoutCancel(ctx)).Err() == nil {
+		p.rtts = append(p.rtts, time.Since(start))
 	}
-	return rtts, sent
+}
+
+// add takes q's PINGs into p.
+func (p *pinged) add(q pinged) {
+	p.rtts = append(p.rtts, q.rtts...)
+	p.sent += q.sent
+}
+
+// ping measures the round trip of PING on rdb every pingInterval until ctx
+// ends: the yardstick for the hand-off gap, taken under the same load.
+func ping(ctx context.Context, rdb redis.UniversalClient) (p pinged) {
+	for sleep(ctx, pingInterval) == nil {
+		p.once(ctx, rdb)
+	}
+	return p
 }

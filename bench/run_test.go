@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // testCtx bounds a test's runs: a minute, ended with the test.
@@ -54,6 +54,8 @@ func TestSuiteOnARealServer(t *testing.T) {
 		require.NotNil(t, r.ServerPerAcq, name)
 		require.NotNil(t, r.ServerUsecPerAcq, name)
 		require.Positive(t, *r.ServerUsecPerAcq, name)
+		require.NotNil(t, r.CPUPerAcq, name)
+		require.Positive(t, *r.CPUPerAcq, name)
 		switch r.Scenario {
 		case uncontend:
 			// One command to lock, one to unlock; a script load or two at most.
@@ -62,6 +64,14 @@ func TestSuiteOnARealServer(t *testing.T) {
 			if r.Algorithm == BatonName || r.Algorithm == "poll-1ms" {
 				require.Positive(t, r.Handoffs, "eight workers on one name hand it over: %s", name)
 				require.NotNil(t, r.GapPerPing, name)
+			}
+		case idleHandoff:
+			if r.Algorithm == BatonName {
+				// Every acquisition but the first, unless a worker stalled
+				// for a whole hold between its Unlock and its next Lock.
+				require.GreaterOrEqual(t, r.Handoffs, r.Acquisitions/2, name)
+				require.NotNil(t, r.GapPerPing, name)
+				require.NotNil(t, r.GapP99, name)
 			}
 		}
 	}
@@ -85,6 +95,51 @@ func TestSuiteCountsViolationsOfEveryBrokenAlgorithm(t *testing.T) {
 	for _, r := range rep.Results {
 		require.Positive(t, r.Violations, "%s: four holders of one name at once", r.Algorithm)
 	}
+}
+
+// chanLocker is a lock in the bench process itself, shared by the workers of
+// one run: a hand-off that costs the server nothing.
+type chanLocker chan struct{}
+
+func (c chanLocker) Lock(ctx context.Context, _ string) (Held, error) {
+	select {
+	case c <- struct{}{}:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+func (c chanLocker) Unlock(context.Context) error { <-c; return nil }
+func (chanLocker) Close() error                   { return nil }
+
+// In the idle hand-off the holders PING on their own clients: those PINGs
+// are the gap's yardstick and no command of the lock, and no other client
+// pings.
+func TestHolderPingsAreTheYardstickNotTheLocksCost(t *testing.T) {
+	shared := make(chanLocker, 1)
+	local := Algorithm{Name: "in-process", New: func(Env) (Locker, error) { return shared, nil }}
+	idle := Scenarios(150 * time.Millisecond)[1]
+	require.Equal(t, idleHandoff, idle.Name)
+	require.True(t, idle.HolderPings)
+	srv := redistest.Start(t)
+	target := Target{Name: srv.Addr, NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) }}
+	before, err := redistest.ReadCommandStats(testCtx(t), srv.Admin())
+	require.NoError(t, err)
+	rep, err := Suite{Target: target, Algorithms: []Algorithm{local}, Scenarios: []Scenario{idle}}.Run(testCtx(t))
+	require.NoError(t, err)
+	r := rep.Results[0]
+	after, err := redistest.ReadCommandStats(testCtx(t), srv.Admin())
+	require.NoError(t, err)
+	// One PING per worker as it starts, then one per hold but the one the
+	// end of the run cut short: a pinger would add one every 10 ms.
+	require.LessOrEqual(t, after["ping"]-before["ping"], int64(idle.Workers)+r.Acquisitions)
+	require.Zero(t, r.Violations)
+	require.Greater(t, r.Acquisitions, int64(10), "2 ms holds, 150 ms")
+	require.GreaterOrEqual(t, r.Handoffs, r.Acquisitions/2, "each waits for the other's release, unless stalled for a hold")
+	require.Positive(t, r.PingP50)
+	require.NotNil(t, r.GapPerPing)
+	require.Zero(t, r.ClientCommands, "the holders' PINGs are not the lock's")
+	require.Empty(t, r.ServerCommands, "nor the server's, and no pinger ran besides them")
 }
 
 // orderedLocker grants every Lock at once, and notes which algorithm ran.
@@ -153,6 +208,7 @@ func TestEmbeddedServerRunsAreLabelled(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, MiniredisCaveat, rep.Meta.Caveat)
 	require.Nil(t, rep.Results[0].ServerPerAcq, "miniredis has no commandstats")
+	require.Nil(t, rep.Results[0].CPUPerAcq, "miniredis's CPU is the process's own")
 	require.Zero(t, rep.Results[0].Violations)
 	var table, json, svg bytes.Buffer
 	require.NoError(t, WriteTable(&table, rep))

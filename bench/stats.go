@@ -6,11 +6,12 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // percentile returns the p-th percentile (0 < p ≤ 100) of sorted by the
@@ -58,6 +59,15 @@ func fairness(perWorker []int64) (least, most int64, ratio float64) {
 		ratio = float64(least) / float64(most)
 	}
 	return least, most, ratio
+}
+
+// processCPU is the user+system CPU time this process has used so far.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // perAcquisition divides a count by the acquisitions it paid for.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -92,7 +92,7 @@ func TestMedianIsAMeasuredValue(t *testing.T) {
 func TestCombineRounds(t *testing.T) {
 	rounds := []Result{
 		{Algorithm: "a", Scenario: "s", Rounds: 1, Elapsed: time.Second, Acquisitions: 100, AcqPerSec: 100, WaitP99: 30,
-			Fairness: 0.5, MinPerWorker: 5, MaxPerWorker: 10, Violations: 1, ServerCommands: redisproc.CommandStats{"get": 2}},
+			Fairness: 0.5, MinPerWorker: 5, MaxPerWorker: 10, Violations: 1, ServerCommands: map[string]int64{"get": 2}},
 		{Algorithm: "a", Scenario: "s", Rounds: 1, Elapsed: time.Second, Acquisitions: 300, AcqPerSec: 300, WaitP99: 10,
 			Fairness: 0.9, MinPerWorker: 9, MaxPerWorker: 10, GapP50: ptr(time.Duration(7)), ServerPerAcq: ptr(4.0)},
 		{Algorithm: "a", Scenario: "s", Rounds: 1, Elapsed: time.Second, Acquisitions: 200, AcqPerSec: 200, WaitP99: 20,
@@ -110,5 +110,5 @@ func TestCombineRounds(t *testing.T) {
 	require.Nil(t, r.GapPerPing, "no round measured it")
 	require.Equal(t, [3]float64{0.6, 3, 5}, [3]float64{r.Fairness, float64(r.MinPerWorker), float64(r.MaxPerWorker)},
 		"fairness with its round's worker counts")
-	require.Equal(t, redisproc.CommandStats{"get": 2}, r.ServerCommands)
+	require.Equal(t, map[string]int64{"get": 2}, r.ServerCommands)
 }

@@ -8,6 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func byTarget(checks []Check) map[string]Check {
+	got := map[string]Check{}
+	for _, c := range checks {
+		got[c.Target] = c
+	}
+	return got
+}
+
 func statuses(checks []Check) map[string]string {
 	got := map[string]string{}
 	for _, c := range checks {
@@ -16,48 +24,167 @@ func statuses(checks []Check) map[string]string {
 	return got
 }
 
-func TestTargetsJudgeBatonAgainstTheBestOfTheRun(t *testing.T) {
+func TestTargetsOfASampleRun(t *testing.T) {
 	checks := Targets(sampleReport().Results)
 	require.Equal(t, map[string]string{
-		"hot-key: wait p99 ≤ 1/3 of the best's":                  "PASS", // 9ms ≤ 40ms/3
-		"hot-key: fairness ≥ 0.9":                                "MISS", // 0.875
-		"hot-key: acq/s ≥ 1.1× the best's":                       "PASS", // 1000 ≥ 880
-		"hot-key: hand-off gap p50 ≤ 1.5× PING p50":              "PASS", // exactly 1.5
-		"hot-key: ≤ 12 server commands per acquisition":          "PASS", // 4
-		"storm: acq/s ≥ the best's":                              "SKIP",
-		"storm: wait p99 ≤ 1/3 of the best's":                    "SKIP",
-		"storm: fairness ≥ 0.8":                                  "SKIP",
-		"storm: ≤ 12 server commands per acquisition":            "SKIP",
-		"uncontended: acq/s ≥ the best's":                        "MISS", // 20000 < 25000
-		"uncontended: server µs ≤ 1.5× a SET NX + unlock pair's": "PASS", // 9 ≤ 1.5 × 6
-		"uncontended: one round trip per Lock and per Unlock":    "PASS", // 2 commands
+		"hot-key: wait p99 ≤ 1/3 of the best's":                "PASS", // 9ms ≤ 40ms/3
+		"hot-key: fairness ≥ 0.9":                              "MISS", // 0.875
+		"hot-key: acq/s ≥ 0.9× the FIFO limit":                 "PASS", // 1000 ≥ 0.9/(1ms + 200µs)
+		"hot-key: acq/s ≥ every peer with fairness ≥ 0.5":      "PASS", // poll-1ms is at 0.2
+		"hot-key: hand-off gap p50 ≤ 1.5× PING p50":            "PASS", // exactly 1.5
+		"idle-handoff: hand-off gap p50 ≤ 1.5× PING p50":       "SKIP",
+		"storm: acq/s ≥ 0.8× the FIFO limit":                   "SKIP",
+		"storm: acq/s ≥ every peer with fairness ≥ 0.5":        "SKIP",
+		"storm: wait p99 ≤ 1/3 of the best's":                  "SKIP",
+		"storm: fairness ≥ 0.8":                                "SKIP",
+		"uncontended: wall per Lock+Unlock ≤ 1.1× redislock's": "PASS", // 50µs against 71.4µs
+		"uncontended: CPU per Lock+Unlock ≤ 1.2× redislock's":  "MISS", // 61.5µs against 50µs
+		"uncontended: one round trip per Lock and per Unlock":  "PASS", // 2 commands
 	}, statuses(checks))
 
 	var buf bytes.Buffer
 	require.NoError(t, WriteTargets(&buf, checks))
-	require.Contains(t, buf.String(), "baton 20000, poll-1ms 25000")
-	require.Contains(t, buf.String(), "baton 9.00, poll-1ms 6.00 µs/acq")
+	for _, detail := range []string{
+		"baton 1000 = 1.20× 1/(hold 1ms + ping 200µs) = 833",
+		"none that fair; fairest: poll-1ms 0.200",
+		"baton 50µs = 0.70× redislock-1ms 71.4µs",
+		"baton 61.5µs = 1.23× redislock-1ms 50µs",
+	} {
+		require.Contains(t, buf.String(), detail)
+	}
+	require.NotContains(t, buf.String(), "server", "server cost is reported, not a target")
 }
 
-func TestTargetsPickTheBestPerFigure(t *testing.T) {
+// The FIFO limit is 1/(hold + PING p50) of baton's own run.
+func TestFIFOTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		scenario string
+		hold     time.Duration
+		ping     time.Duration
+		acq      float64
+		want     string
+		detail   string
+	}{
+		{"hot key at 0.9× its limit", hotKey, time.Millisecond, 250 * time.Microsecond, 720, "PASS", "baton 720 = 0.90× 1/(hold 1ms + ping 250µs) = 800"},
+		{"hot key just below", hotKey, time.Millisecond, 250 * time.Microsecond, 715, "MISS", "= 0.89×"},
+		{"hot key shown as 0.90", hotKey, time.Millisecond, 250 * time.Microsecond, 716.5, "PASS", "= 0.90×"},
+		{"storm: no hold, the limit is one per PING", storm, 0, 100 * time.Microsecond, 8000, "PASS", "baton 8000 = 0.80× 1/(hold 0 + ping 100µs) = 10000"},
+		{"storm below 0.8", storm, 0, 100 * time.Microsecond, 7900, "MISS", "0.79×"},
+		{"no PING measured", storm, 0, 0, 7900, "SKIP", "no PING measured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			results := []Result{{Algorithm: BatonName, Scenario: tc.scenario, Hold: tc.hold, PingP50: tc.ping, AcqPerSec: tc.acq}}
+			share := map[string]string{hotKey: "0.9", storm: "0.8"}[tc.scenario]
+			c := byTarget(Targets(results))[tc.scenario+": acq/s ≥ "+share+"× the FIFO limit"]
+			require.Equal(t, tc.want, c.Status, c.Detail)
+			require.Contains(t, c.Detail, tc.detail)
+		})
+	}
+}
+
+// A peer at least half as fair as possible may not out-run baton; a less
+// fair one may: that is what barging buys.
+func TestFairPeersTarget(t *testing.T) {
+	peer := func(name string, acq, fairness float64) Result {
+		return Result{Algorithm: name, Scenario: storm, AcqPerSec: acq, Fairness: fairness}
+	}
+	baton := Result{Algorithm: BatonName, Scenario: storm, AcqPerSec: 8000, Fairness: 0.98}
+	for _, tc := range []struct {
+		name   string
+		peers  []Result
+		want   string
+		detail string
+	}{
+		{"an unfair peer runs faster", []Result{peer("poll-10ms", 16000, 0.003)}, "PASS", "none that fair; fairest: poll-10ms 0.003"},
+		{"a fair peer runs faster", []Result{peer("poll-10ms", 16000, 0.003), peer("fair-poller", 8001, 0.5)}, "MISS",
+			"baton 8000, fastest that fair: fair-poller 8001 (0.500)"},
+		{"fair peers run slower", []Result{peer("a", 7999, 0.9), peer("b", 6000, 0.95)}, "PASS", "fastest that fair: a 7999"},
+		{"fairness shown as 0.500 counts", []Result{peer("edge", 9000, 0.4996)}, "MISS", "edge 9000 (0.500)"},
+		{"fairness shown as 0.499 does not", []Result{peer("edge", 9000, 0.4994)}, "PASS", "none that fair; fairest: edge 0.499"},
+		{"equal as shown", []Result{peer("tie", 8000.4, 0.9)}, "PASS", "tie 8000"},
+		{"no peers", nil, "SKIP", "nothing to compare with"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := byTarget(Targets(append([]Result{baton}, tc.peers...)))["storm: acq/s ≥ every peer with fairness ≥ 0.5"]
+			require.Equal(t, tc.want, c.Status, c.Detail)
+			require.Contains(t, c.Detail, tc.detail)
+		})
+	}
+}
+
+// Uncontended, baton's wall and CPU time per Lock+Unlock are judged against
+// the faster of the redislock variants, never against a polling recipe.
+func TestRedislockTargets(t *testing.T) {
+	un := func(name string, acq float64, cpu *time.Duration) Result {
+		return Result{Algorithm: name, Scenario: uncontend, Workers: 1, AcqPerSec: acq, CPUPerAcq: cpu}
+	}
+	for _, tc := range []struct {
+		name       string
+		results    []Result
+		wall, cpu  string
+		wallDetail string
+		cpuDetail  string
+	}{
+		{"within both", []Result{un(BatonName, 10000, ptr(60*time.Microsecond)), un("redislock-1ms", 11000, ptr(50*time.Microsecond))},
+			"PASS", "PASS", "baton 100µs = 1.10× redislock-1ms 90.9µs", "baton 60µs = 1.20× redislock-1ms 50µs"},
+		{"beyond both", []Result{un(BatonName, 7000, ptr(75*time.Microsecond)), un("redislock-1ms", 10000, ptr(50*time.Microsecond))},
+			"MISS", "MISS", "1.43×", "1.50×"},
+		{"the faster redislock per figure", []Result{un(BatonName, 10000, ptr(60*time.Microsecond)),
+			un("redislock-1ms", 12000, ptr(55*time.Microsecond)), un("redislock-10ms", 11000, ptr(45*time.Microsecond))},
+			"MISS", "MISS", "redislock-1ms 83.3µs", "redislock-10ms 45µs"},
+		{"polling recipes do not count", []Result{un(BatonName, 10000, ptr(60*time.Microsecond)), un("poll-1ms", 30000, ptr(20*time.Microsecond))},
+			"SKIP", "SKIP", "nothing to compare with", "nothing to compare with"},
+		{"CPU not measured", []Result{un(BatonName, 10000, nil), un("redislock-1ms", 10000, nil)},
+			"PASS", "SKIP", "1.00×", "nothing to compare with"},
+		{"CPU not measured for baton", []Result{un(BatonName, 10000, nil), un("redislock-1ms", 10000, ptr(50*time.Microsecond))},
+			"PASS", "SKIP", "1.00×", "not measured for baton"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := byTarget(Targets(tc.results))
+			wall, cpu := got["uncontended: wall per Lock+Unlock ≤ 1.1× redislock's"], got["uncontended: CPU per Lock+Unlock ≤ 1.2× redislock's"]
+			require.Equal(t, tc.wall, wall.Status, wall.Detail)
+			require.Contains(t, wall.Detail, tc.wallDetail)
+			require.Equal(t, tc.cpu, cpu.Status, cpu.Detail)
+			require.Contains(t, cpu.Detail, tc.cpuDetail)
+		})
+	}
+}
+
+func TestGapTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		scenario string
+		result   Result
+		want     string
+		detail   string
+	}{
+		{"idle hand-off at 1.5×", idleHandoff, Result{GapP50: ptr(150 * time.Microsecond), PingP50: 100 * time.Microsecond, GapPerPing: ptr(1.5)},
+			"PASS", "gap 150µs = 1.50× ping 100µs"},
+		{"idle hand-off at 2.3×", idleHandoff, Result{GapP50: ptr(230 * time.Microsecond), PingP50: 100 * time.Microsecond, GapPerPing: ptr(2.3)},
+			"MISS", "2.30×"},
+		{"no hand-offs", idleHandoff, Result{PingP50: 100 * time.Microsecond}, "MISS", "no hand-off measured"},
+		{"hot key, 1.504 shows as 1.50", hotKey, Result{GapP50: ptr(time.Millisecond), PingP50: time.Millisecond, GapPerPing: ptr(1.504)}, "PASS", "1.50×"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.result
+			r.Algorithm, r.Scenario = BatonName, tc.scenario
+			c := byTarget(Targets([]Result{r}))[tc.scenario+": hand-off gap p50 ≤ 1.5× PING p50"]
+			require.Equal(t, tc.want, c.Status, c.Detail)
+			require.Contains(t, c.Detail, tc.detail)
+		})
+	}
+}
+
+func TestWaitTargetPicksTheShortestTail(t *testing.T) {
 	results := []Result{
 		{Algorithm: BatonName, Scenario: storm, WaitP99: 10 * time.Millisecond, AcqPerSec: 500},
 		{Algorithm: "fast-but-unfair", Scenario: storm, WaitP99: 90 * time.Millisecond, AcqPerSec: 700},
 		{Algorithm: "slow-but-short-tail", Scenario: storm, WaitP99: 20 * time.Millisecond, AcqPerSec: 300},
 	}
-	checks := Targets(results)
-	byTarget := map[string]Check{}
-	for _, c := range checks {
-		byTarget[c.Target] = c
-	}
-	wait := byTarget["storm: wait p99 ≤ 1/3 of the best's"]
+	wait := byTarget(Targets(results))["storm: wait p99 ≤ 1/3 of the best's"]
 	require.Equal(t, "MISS", wait.Status, "10ms > 20ms/3: judged against the shortest tail")
 	require.Contains(t, wait.Detail, "slow-but-short-tail")
-	acq := byTarget["storm: acq/s ≥ the best's"]
-	require.Equal(t, "MISS", acq.Status, "500 < 700: judged against the highest throughput")
-	require.Contains(t, acq.Detail, "fast-but-unfair")
-	require.Equal(t, "SKIP", byTarget["storm: ≤ 12 server commands per acquisition"].Status, "no commandstats, nothing to judge")
-	require.Equal(t, "SKIP", byTarget["hot-key: hand-off gap p50 ≤ 1.5× PING p50"].Status, "no hot-key results")
 }
 
 // A figure is judged as shown: 0.8996 prints as 0.900 and passes 0.9;
@@ -67,9 +194,7 @@ func TestTargetsJudgeTheShownValue(t *testing.T) {
 		fairness float64
 		want     string
 	}{{0.8996, "PASS"}, {0.8994, "MISS"}, {0.9, "PASS"}} {
-		results := []Result{{Algorithm: BatonName, Scenario: hotKey, Fairness: tc.fairness, GapPerPing: ptr(1.504), GapP50: ptr(time.Millisecond)}}
-		got := statuses(Targets(results))
-		require.Equal(t, tc.want, got["hot-key: fairness ≥ 0.9"], "fairness %v", tc.fairness)
-		require.Equal(t, "PASS", got["hot-key: hand-off gap p50 ≤ 1.5× PING p50"], "1.504 shows as 1.50")
+		results := []Result{{Algorithm: BatonName, Scenario: hotKey, Fairness: tc.fairness}}
+		require.Equal(t, tc.want, statuses(Targets(results))["hot-key: fairness ≥ 0.9"], "fairness %v", tc.fairness)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/notify/slot"
-	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 // TestShardedHubOnCluster runs a Sharded hub against a real three-master

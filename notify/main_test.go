@@ -11,11 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // Every reader goroutine must end with Hub.Close.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redistest.RequireInstalled()
+	goleak.VerifyTestMain(m)
+}
 
 const (
 	testInterval = 100 * time.Millisecond

@@ -24,6 +24,10 @@
 //   - nobody takes a free lock past a non-empty queue: the release that frees
 //     it, or the first script to find it free, grants it to the oldest live
 //     waiter in the same script and publishes one message to that waiter.
+//     A script skips a bounded number of dead entries; past more, it takes
+//     nothing, says so, and the same call runs the grant again, until the
+//     lock is granted or the queue is empty (the call's own runs are
+//     bounded too; the next call goes on).
 //     A waiter no receiver counted is skipped; where the count cannot judge
 //     (Namespace.ReceiversElsewhere) a waiter without a liveness key is
 //     skipped before anything is published, and every grant published is
@@ -33,7 +37,10 @@
 //     granting again; an owner made for one call (AcquireNew) needs no
 //     request key, because a hold it already has can only be that call's own;
 //   - a grant publishes before its first write, so a missing channel
-//     permission fails the script with the lock and the queue as they were.
+//     permission fails the script with the lock and the queue as they were;
+//     and after a write that changes nothing, so a node that refuses writes
+//     (a replica, such as a demoted master) fails it before anything is
+//     published.
 //
 // The package has no goroutines and no timers; waiting, renewal and ownership
 // live in the packages above it.

@@ -52,7 +52,9 @@ func FuzzLockName(f *testing.F) {
 
 // runEveryScript runs each script on l where it does its work: acquire,
 // replay, contended acquire, re-entry, renew, inspect, partial and final
-// release, force-release of a held and of a free lock.
+// release, force-release of a held and of a free lock, and a release that
+// publishes to a dead waiter and leaves more dead queue entries than one
+// script drops to the passes.
 func runEveryScript(t *testing.T, rdb *redis.Client, l Keys) {
 	ctx := context.Background()
 	require.NoError(t, rdb.FlushAll(ctx).Err())
@@ -94,6 +96,19 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Keys) {
 	deleted, err = l.ForceRelease(ctx, rdb)
 	require.NoError(t, err)
 	require.Zero(t, deleted, "already free")
+	r, err = l.AcquireNew(ctx, rdb, "C", lease, Waiter{})
+	require.NoError(t, err)
+	// A waiter nobody listens for: the grant runs its write probe and
+	// publishes to it, and drops it.
+	_, err = l.AcquireNew(ctx, rdb, "D", lease, l.Waiter("gone", "gone"))
+	require.NoError(t, err)
+	for i := range 40 { // entries no grant can read are dropped as dead
+		require.NoError(t, rdb.RPush(ctx, l.Queue, fmt.Sprint("junk-", i)).Err())
+	}
+	rel, err = l.Release(ctx, rdb, "C", r.Token, "r5")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	require.Zero(t, rdb.LLen(ctx, l.Queue).Val(), "the passes dropped them all")
 }
 
 // miniredisClient connects to mr, and fails a call that hangs rather than

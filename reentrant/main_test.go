@@ -4,7 +4,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // The package starts no goroutines; its tests' servers must not leave any.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redistest.RequireInstalled()
+	goleak.VerifyTestMain(m)
+}

@@ -25,6 +25,8 @@ var (
 	renewLua string
 	//go:embed lua/force_release.lua
 	forceReleaseLua string
+	//go:embed lua/pass.lua
+	passLua string
 	//go:embed lua/inspect.lua
 	inspectLua string
 
@@ -34,6 +36,7 @@ var (
 	releaseScript      = redis.NewScript(grantLua + releaseLua)
 	forceReleaseScript = redis.NewScript(grantLua + forceReleaseLua)
 	leaveScript        = redis.NewScript(grantLua + leaveLua)
+	passScript         = redis.NewScript(grantLua + passLua)
 	renewScript        = redis.NewScript(renewLua)
 	inspectScript      = redis.NewScript(inspectLua)
 )
@@ -124,6 +127,12 @@ type AcquireResult struct {
 	// the call changed nothing, its lease included: a replay, or a waiter
 	// finding the grant it was handed.
 	Reported bool
+	// Draining (when not Acquired) says the lock is free, but its queue
+	// still starts with more entries that no longer listen than one call
+	// drops (a bounded number, so that a call's time is bounded). Nothing
+	// was taken, since live waiters may be behind them; a waiter is
+	// queued. HolderTTL is zero: call again at once.
+	Draining bool
 }
 
 // ReleaseStatus says what a release did.
@@ -188,7 +197,9 @@ func leaseMillis(lease time.Duration) (int64, error) {
 // however often it is repeated), and a free lock with a queue goes to the
 // queue's head, which may be this waiter. Repeating the call is how a
 // waiter checks whether it was granted the lock: it then reports the hold
-// without counting it again.
+// without counting it again. No call, with a Waiter or without, takes a
+// free lock past a queue: it takes it only when the queue is empty or
+// holds only entries that no longer listen, which it drops.
 func (k Keys) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64, w Waiter) (AcquireResult, error) {
 	return k.acquire(ctx, rdb, owner, requestID, lease, false, token, w)
 }
@@ -215,8 +226,22 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 	if w.ID != "" {
 		record = w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner)
 	}
-	reply, err := acquireScript.Run(ctx, rdb, keys, owner, ms, k.requestTTL.Milliseconds(), isNew,
-		formatToken(token), w.ID, record, k.publish, w.Alive, k.aliveTTL.Milliseconds()).Int64Slice()
+	args := []any{owner, ms, k.requestTTL.Milliseconds(), isNew,
+		formatToken(token), w.ID, record, k.publish, w.Alive, k.aliveTTL.Milliseconds()}
+	// A run that finds the lock free behind more dead entries than it may
+	// drop takes nothing, and the next run goes on where it stopped. Each
+	// run is the same call, a look for a waiter: repeating it is safe.
+	for run := 1; ; run++ {
+		res, err := k.acquireOnce(ctx, rdb, keys, args)
+		if err != nil || !res.Draining || run == drainPasses {
+			return res, err
+		}
+	}
+}
+
+// acquireOnce runs the acquire script once and reads its reply.
+func (k Keys) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []string, args []any) (AcquireResult, error) {
+	reply, err := acquireScript.Run(ctx, rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", k.Name, err)
 	}
@@ -227,6 +252,8 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 		return AcquireResult{HolderTTL: time.Duration(reply[1]) * time.Millisecond}, nil
 	case len(reply) == 1 && reply[0] == -1:
 		return AcquireResult{HoldGone: true}, nil
+	case len(reply) == 1 && reply[0] == 2:
+		return AcquireResult{Draining: true}, nil
 	}
 	return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: unexpected reply %v", k.Name, reply)
 }
@@ -234,8 +261,8 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 // Release leaves one of owner's holds on the hold of token; it reports
 // NotHeld, changing nothing, when owner does not hold the lock under that
 // token. The lease is left as it is. The last hold's release grants the
-// lock to the oldest live waiter, if any. requestID makes a retried call
-// replay the first result.
+// lock to the oldest live waiter, if any, before it returns (see handOn).
+// requestID makes a retried call replay the first result.
 func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
 	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
 	n, err := releaseScript.Run(ctx, rdb, keys, owner, formatToken(token), k.requestTTL.Milliseconds(), k.publish).Int64()
@@ -243,6 +270,9 @@ func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, tok
 		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", k.Name, err)
 	}
 	switch {
+	case n == -2:
+		k.handOn(ctx, rdb)
+		return ReleaseResult{Status: Released}, nil
 	case n < 0:
 		return ReleaseResult{Status: NotHeld}, nil
 	case n == 0:
@@ -266,21 +296,27 @@ func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token
 }
 
 // ForceRelease deletes the lock whoever holds it and grants it to the
-// oldest live waiter, if any. It returns the token of the hold it deleted,
-// or 0 when the lock was free.
+// oldest live waiter, if any, before it returns (see handOn). It returns
+// the token of the hold it deleted, or 0 when the lock was free.
 func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (uint64, error) {
 	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
-	n, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish).Int64()
+	reply, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
 	}
-	return uint64(n), nil
+	if len(reply) != 2 {
+		return 0, fmt.Errorf("reentrant: force-release %q: unexpected reply %v", k.Name, reply)
+	}
+	if reply[1] == 1 {
+		k.handOn(ctx, rdb)
+	}
+	return uint64(reply[0]), nil
 }
 
 // Leave takes waiter w out of the queue, where Acquire (or, with newOwner,
 // AcquireNew) queued it for owner and lease. If w was granted the lock
-// meanwhile, it passes the lock on to the next live waiter, and reports
-// true. Repeating it is harmless.
+// meanwhile, it passes the lock on to the next live waiter before it
+// returns (see handOn), and reports true. Repeating it is harmless.
 func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string, lease time.Duration, newOwner bool) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
@@ -295,7 +331,10 @@ func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner str
 	if err != nil {
 		return false, fmt.Errorf("reentrant: leave %q: %w", k.Name, err)
 	}
-	return n == 1, nil
+	if n == 2 {
+		k.handOn(ctx, rdb)
+	}
+	return n > 0, nil
 }
 
 // formatToken writes a token as the scripts compare it with the counter.

@@ -10,9 +10,11 @@ package rlock
 // script cache (a restart, SCRIPT FLUSH). Redis checks the commands a script
 // runs against the caller's ACL too, hence the hash, string and expiry
 // commands, the list commands of the waiters' queue, and PUBLISH (SPUBLISH)
-// for the grant message. SUBSCRIBE is for waiters: a client subscribes its
-// grant channel once and keeps it; with sharded pub/sub each lock has its
-// own, so SSUBSCRIBE and SUNSUBSCRIBE. PING is the health check of the
+// for the grant message. GETEX is the write that changes nothing a grant
+// runs before it publishes, so that a node refusing writes (a replica)
+// fails the script before any waiter hears of the grant. SUBSCRIBE is for
+// waiters: a client subscribes its grant channel once and keeps it; with
+// sharded pub/sub each lock has its own, so SSUBSCRIBE and SUNSUBSCRIBE. PING is the health check of the
 // pub/sub connection. Connection set-up needs nothing more: HELLO and AUTH
 // are allowed to every user. A release publishes a grant before it writes,
 // so a user missing the channel permission gets an error from Unlock and
@@ -21,7 +23,7 @@ package rlock
 const (
 	// ACLRules is what a client on a single Redis node needs.
 	ACLRules = "+evalsha +eval +subscribe +ping " +
-		"+get +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
+		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
 		"+rpush +lpop +lindex +lpos +lrem +publish ~baton:* &baton:*"
 
 	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
@@ -32,6 +34,6 @@ const (
 	// the migration ends). With WithClassicPubSub, use ACLRules plus
 	// +cluster|slots +command +asking.
 	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command +asking " +
-		"+get +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
+		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
 		"+rpush +lpop +lindex +lpos +lrem +spublish ~baton:* &baton:*"
 )

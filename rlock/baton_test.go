@@ -2,6 +2,8 @@ package rlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,7 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/reentrant"
 )
 
 // The baton pass (issue 10): FIFO across processes, the grant inside the
@@ -105,6 +108,74 @@ func TestKilledWaiterIsSkippedAtTheRelease(t *testing.T) {
 	t.Logf("the next waiter got the lock %v after the release", time.Since(released))
 	require.Zero(t, rdb.LLen(ctx, lockKey("dead-waiter")+":queue").Val(), "the dead entry was dropped")
 	require.NoError(t, got.Unlock(ctx))
+}
+
+// More dead waiters ahead of a live one than one script drops (grantTries
+// in grant.lua): the holder's Unlock still hands the lock to the live
+// waiter, and a third client's TryLock, repeated meanwhile, never takes it
+// past the queue.
+func TestLiveWaiterBehindManyDeadOnesGetsTheRelease(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rdb := admin(t, srv)
+	holder, waiter, other := newClient(t, srv), newClient(t, srv), newClient(t, srv)
+	const name, dead = "dead-queue", 40
+	l, err := holder.Lock(ctx, name, WithLease(longLease))
+	require.NoError(t, err)
+	// Waiters whose clients are gone: nobody subscribes their channels.
+	keys, err := reentrant.Namespace{}.Keys(name)
+	require.NoError(t, err)
+	for i := range dead {
+		w := keys.Waiter(fmt.Sprint("dead-", i), fmt.Sprint("gone-", i))
+		r, err := keys.AcquireNew(ctx, rdb, fmt.Sprint("owner-", i), longLease, w)
+		require.NoError(t, err)
+		require.False(t, r.Acquired)
+	}
+	second := lockInBackground(ctx, waiter, name)
+	waitForQueued(t, srv, name, dead+1)
+	barged := tryLockUntilStopped(ctx, t, other, name)
+	t.Cleanup(func() { barged() })
+
+	require.NoError(t, l.Unlock(ctx))
+	got := receive(t, second)
+	require.Zero(t, barged(), "a TryLock took the lock past the queue")
+	require.Greater(t, got.Token(), l.Token())
+	require.Zero(t, rdb.LLen(ctx, lockKey(name)+":queue").Val())
+	require.NoError(t, got.Unlock(ctx))
+}
+
+// tryLockUntilStopped calls c.TryLock(name) over and over on a goroutine,
+// unlocking what it gets, until the returned func is called: that stops it
+// and reports how many TryLocks got the lock.
+func tryLockUntilStopped(ctx context.Context, t *testing.T, c *Client, name string) func() int {
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		defer func() { done <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l, err := c.TryLock(ctx, name)
+			switch {
+			case err == nil:
+				n++
+				if !assertNoError(t, l.Unlock(ctx)) {
+					return
+				}
+			case !errors.Is(err, ErrNotObtained):
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	return sync.OnceValue(func() int {
+		close(stop)
+		return <-done
+	})
 }
 
 // Waiters sharing an owner through WithOwner are separate calls: they queue

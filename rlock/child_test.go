@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // A lock holder in a process of its own, which a test can stop or kill

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,11 +47,17 @@ type Client struct {
 	// afterFirstAttempt, when set by tests, runs between the first failed
 	// acquire and the subscribe of the wait loop.
 	afterFirstAttempt func()
+	// beforeJoin, when set by tests, runs in adopt between finding the
+	// hold to join and joining it.
+	beforeJoin func()
 }
 
 // New returns a Client that takes locks on rdb: a *redis.Client (a single
 // node, or Sentinel through redis.NewFailoverClient) or a
-// *redis.ClusterClient. The caller still owns rdb and closes it after
+// *redis.ClusterClient (a Redis Cluster, or Sentinel through
+// redis.NewFailoverClusterClient). With Sentinel, waiters' liveness is
+// judged by key (see WithLivenessTTL), and a NewFailoverClusterClient uses
+// classic pub/sub, as a NewFailoverClient does. The caller still owns rdb and closes it after
 // Client.Close. It returns ErrNilClient for a nil client (typed or not) and
 // ErrUnsupportedClient for any other kind, such as a *redis.Ring.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
@@ -64,11 +72,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	sharded := isCluster && !cfg.classicPubSub
+	exact := countsExact(rdb) && !cfg.livenessKeys
+	sharded := isCluster && exact && !cfg.classicPubSub
 	ns := reentrant.Namespace{
 		Prefix:             cfg.prefix,
 		Sharded:            sharded,
-		ReceiversElsewhere: (isCluster && !sharded) || isFailover(rdb),
+		ReceiversElsewhere: !exact || (isCluster && !sharded),
 		AliveTTL:           cfg.aliveTTL,
 		RequestTTL:         requestTTL(rdb),
 	}
@@ -127,11 +136,47 @@ func clientKind(rdb redis.UniversalClient) (cluster bool, err error) {
 	return false, fmt.Errorf("%w: %T", ErrUnsupportedClient, rdb)
 }
 
-// isFailover reports whether rdb is a Sentinel client (redis.NewFailoverClient),
-// which go-redis marks by that Addr.
-func isFailover(rdb redis.UniversalClient) bool {
-	c, ok := rdb.(*redis.Client)
-	return ok && c.Options().Addr == "FailoverClient"
+// countsExact reports whether the receiver count of a grant's PUBLISH (on
+// one server) or SPUBLISH (on a cluster shard's master) can tell whether
+// the waiter's client is alive: whether every connection that can receive
+// the grant is on the server that runs it. It cannot where a waiter's
+// subscription may be on a replica or a demoted master, which get the
+// master's messages by replication without being counted: a Sentinel
+// client, and a ClusterClient whose slots are not Redis Cluster's but a
+// map it is given (ClusterSlots; redis.NewFailoverClusterClient's is a
+// Sentinel master and its replicas, and may subscribe on a replica).
+func countsExact(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return !isFailover(c.Options())
+	case *redis.ClusterClient:
+		return c.Options().ClusterSlots == nil
+	}
+	return false
+}
+
+// failoverAddr is the Addr go-redis gives the options of a Sentinel client
+// (redis.NewFailoverClient, or redis.NewUniversalClient with MasterName),
+// whose dialer asks the sentinels for the master.
+const failoverAddr = "FailoverClient"
+
+// isFailover reports whether o are a Sentinel client's options. go-redis
+// marks them only by their Addr; since that marker is not its API, any
+// Addr a TCP client could not dial counts too, so that a renamed marker
+// makes the client judge liveness by key (slower) rather than by count.
+func isFailover(o *redis.Options) bool {
+	if o.Addr == failoverAddr {
+		return true
+	}
+	if o.Network == "unix" {
+		return false
+	}
+	_, port, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return true
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err != nil
 }
 
 // renew is the watchdog's batch: one pipeline of renew scripts.

@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/notify/slot"
 	"github.com/batonlock/baton/reentrant"
-	"github.com/batonlock/baton/reentrant/redistest"
 )
 
 // TestOnCluster runs the lock against a real three-master Redis Cluster. The

@@ -16,8 +16,9 @@ var (
 	ErrNotObtained = errors.New("rlock: lock not obtained")
 
 	// ErrNotHeld: Unlock of a handle that was already unlocked, or that
-	// never held the lock. A lock taken away while the handle held it is
-	// ErrLockLost instead.
+	// never held the lock; with ErrNotObtained, a re-entry through a handle
+	// whose hold has been given up. A lock taken away while the handle held
+	// it is ErrLockLost instead.
 	ErrNotHeld = errors.New("rlock: lock not held")
 
 	// ErrLockLost: the lock was taken away while this handle held it: its

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // faultLease is the watchdog lease of the holders in these tests: the
@@ -136,7 +136,7 @@ func TestRedisRestartMidHold(t *testing.T) {
 		goleak.IgnoreCurrent(),
 		// Restart starts a new redis-server, with goroutines to reap it and
 		// to copy its stderr; they end with the server at cleanup.
-		goleak.IgnoreAnyFunction("github.com/batonlock/baton/reentrant/redistest/redisproc.(*Server).launch.func1"),
+		goleak.IgnoreAnyFunction("github.com/batonlock/baton/bench/redistest/redisproc.(*Server).launch.func1"),
 		goleak.IgnoreAnyFunction("os/exec.(*Cmd).writerDescriptor.func1"),
 	}
 	ctx := testCtx(t)

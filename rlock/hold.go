@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,11 +52,14 @@ type hold struct {
 }
 
 // newHold starts a hold whose first acquire was sent at sent and asked for
-// lease. It is not yet in the client's table.
+// lease. It is not yet in the client's table. Its expiry timer fires at
+// once if the validity has passed meanwhile, and reads h.expiry: so it is
+// made idle, and armed only once the hold has it.
 func (c *Client) newHold(keys reentrant.Keys, owner string, token uint64, sent time.Time, lease time.Duration) *hold {
 	h := &hold{c: c, key: holdKey{keys.Name, owner}, keys: keys, token: token, retired: make(chan struct{})}
 	h.validUntil.Store(monoOf(validity(sent, lease)))
-	h.expiry = time.AfterFunc(time.Until(validity(sent, lease)), h.checkExpiry)
+	h.expiry = time.AfterFunc(math.MaxInt64, h.checkExpiry)
+	h.expiry.Reset(time.Until(validity(sent, lease)))
 	return h
 }
 
@@ -123,7 +127,7 @@ func (h *hold) join(l *Lock, sent time.Time, lease time.Duration) error {
 	h.mu.Lock()
 	if h.end != nil {
 		h.mu.Unlock()
-		return h.end
+		return h.endLocked()
 	}
 	h.handles.add(l)
 	h.live++
@@ -172,7 +176,7 @@ func (h *hold) takeTurn(ctx context.Context, via *Lock) error {
 		switch {
 		case h.end != nil:
 			h.mu.Unlock()
-			return h.end
+			return h.endLocked()
 		case via.finished:
 			h.mu.Unlock()
 			return ErrNotHeld
@@ -269,8 +273,9 @@ func (h *hold) finish(l *Lock) error {
 	return cause
 }
 
-// errReleased ends a hold whose handles have all unlocked. No Context
-// reports it: each unlocked handle ends with context.Canceled.
+// errReleased ends a hold whose handles have all unlocked. It never leaves
+// the hold: each unlocked handle's Context ends with context.Canceled,
+// finish answers nil for it, and endLocked turns it into ErrNotHeld.
 var errReleased = errors.New("rlock: released")
 
 // lose ends the hold because the lock was taken away. The lost handler and
@@ -333,9 +338,20 @@ func (h *hold) retire() {
 	close(h.retired)
 }
 
-// ended reports why the hold ended, or nil while it lasts.
+// ended reports why the hold ended, as endLocked does, or nil while it
+// lasts.
 func (h *hold) ended() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.endLocked()
+}
+
+// endLocked is why the hold ended, as a call that needs the hold sees it:
+// a hold whose handles have all begun to unlock is not held (ErrNotHeld).
+// It is nil while the hold lasts. h.mu is held.
+func (h *hold) endLocked() error {
+	if h.end == errReleased {
+		return ErrNotHeld
+	}
 	return h.end
 }

@@ -177,7 +177,10 @@ func (l *Lock) Context() context.Context { return l.ctx }
 // already unlocked; ErrClosed after Client.Close (which released it). A
 // transport error leaves the handle unlocking: calling Unlock again is
 // safe, because the retry replays the first attempt instead of releasing
-// twice.
+// twice. But once the lease has run out on a hold whose every handle had
+// called Unlock, a failed release returns nil and finishes the handle: the
+// lock was held to the end, and the lease frees it, as a confirmed release
+// would have.
 func (l *Lock) Unlock(ctx context.Context) error {
 	l.unlockMu.Lock()
 	defer l.unlockMu.Unlock()
@@ -197,13 +200,20 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	res, err := h.keys.Release(ctx, h.c.rdb, h.key.owner, h.token, l.unlockReq)
 	if err != nil {
-		if loss := h.ended(); loss != nil {
-			// Lost already: Redis frees it within the drift margin, if
-			// it still has it at all. A retry could tell nothing more.
-			h.finish(l)
-			return errors.Join(loss, err)
+		if h.ended() == nil {
+			return err // still unlocking: a retry replays this release
 		}
-		return err
+		// The hold has ended, so a retry could tell nothing more. Lost or
+		// closed: the end is the answer. Given up (its lease ran out after
+		// every handle had begun to unlock): the lock was held to the end
+		// and the lease frees it, whatever became of this release. That
+		// is the outcome of a confirmed release, so finish answers nil, as
+		// for one; an error would only invite a retry, which could answer
+		// nothing but ErrNotHeld.
+		if cause := h.finish(l); cause != nil {
+			return errors.Join(cause, err)
+		}
+		return nil
 	}
 	if res.Status == reentrant.NotHeld {
 		h.lose(lostError(h.key.name, "Unlock found it not held"))

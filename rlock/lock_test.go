@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // 4 clients × 8 goroutines increment a plain Redis counter by hand

@@ -32,6 +32,7 @@ type config struct {
 	watchdogLease  time.Duration
 	renewBatchSize int
 	classicPubSub  bool
+	livenessKeys   bool
 	aliveTTL       time.Duration
 	onLost         func(name string, cause error)
 	logger         *slog.Logger
@@ -72,12 +73,27 @@ func WithRenewBatchSize(n int) Option { return func(c *config) { c.renewBatchSiz
 
 // WithClassicPubSub makes a cluster client use PUBLISH/SUBSCRIBE instead of
 // sharded pub/sub, for managed services that lack SPUBLISH. Non-cluster
-// clients always use classic pub/sub.
+// clients always use classic pub/sub, and so does a cluster client over
+// Sentinel (redis.NewFailoverClusterClient) or with WithLivenessKeys.
 func WithClassicPubSub() Option { return func(c *config) { c.classicPubSub = true } }
+
+// WithLivenessKeys makes the client judge whether a waiter is alive by its
+// liveness key (see WithLivenessTTL) instead of by how many connections
+// received its grant. Use it when rdb reaches Redis in a way New cannot
+// see, where a waiter's pub/sub connection may be on a replica or on a
+// demoted master while the release runs on the master: a client wrapped or
+// built by hand around Sentinel (a custom Dialer that asks the sentinels),
+// or a proxy that may route connections to replicas. Replicas get the
+// master's messages by replication without being counted, so a count there
+// can call a live waiter dead and grant the lock to two. New sees
+// redis.NewFailoverClient, redis.NewUniversalClient with MasterName and
+// redis.NewFailoverClusterClient itself. On a cluster the option implies
+// WithClassicPubSub. Every client of a lock must use the same setting.
+func WithLivenessKeys() Option { return func(c *config) { c.livenessKeys = true } }
 
 // WithLivenessTTL sets how long a waiter counts as alive after its last
 // look where the receiver count of a grant cannot tell (classic pub/sub on
-// a cluster, and Sentinel clients): default 3s, at least 30ms. There each
+// a cluster, Sentinel clients, and WithLivenessKeys): default 3s, at least 30ms. There each
 // waiter looks every third of it, which keeps its client's liveness key
 // for the lock, and a release skips a waiter whose key has expired. So a
 // waiter whose process crashed is skipped by releases made this long after

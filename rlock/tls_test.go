@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // Locks work over TLS, the pub/sub connection included, against a server

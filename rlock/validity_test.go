@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/reentrant"
-	"github.com/batonlock/baton/reentrant/redistest"
 	"github.com/batonlock/baton/watchdog"
 )
 

@@ -186,35 +186,46 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*Lock, time.Dura
 }
 
 // hold turns a grant of token into a handle: Redis keeps the grant for at
-// least lease from sent. A grant whose validity has already passed is
-// given back, at once, and reported as held for no time.
+// least lease from sent. A grant whose validity has passed before it
+// became a handle is given back, at once, and reported as held for no time.
 func (a *attempt) hold(ctx context.Context, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*Lock, time.Duration, error) {
-	if !time.Now().Before(validity(sent, lease)) {
+	l, err := a.c.adopt(a, token, sent, lease, kind)
+	switch {
+	case err == nil:
+		return l, 0, nil
+	case errors.Is(err, errDeadGrant):
 		a.giveBack(ctx, token)
 		return nil, 0, nil
 	}
-	l, err := a.c.adopt(a, token, sent, lease, kind)
-	if err != nil {
-		owner := a.owner
-		a.c.background(func() { a.release(owner, token) })
-		if errors.Is(err, errStaleGrant) {
-			return nil, 0, nil
-		}
-		return nil, 0, err
+	owner := a.owner
+	a.c.background(func() { a.release(owner, token) })
+	if errors.Is(err, errStaleGrant) {
+		return nil, 0, nil
 	}
-	return l, 0, nil
+	return nil, 0, err
 }
 
-// errStaleGrant: an acquire's reply named a hold older than the one this
-// client already has for the owner; that hold has ended in Redis since.
-var errStaleGrant = errors.New("rlock: grant of an ended hold")
+var (
+	// errStaleGrant: an acquire's reply named a hold older than the one
+	// this client already has for the owner; that hold has ended in Redis
+	// since.
+	errStaleGrant = errors.New("rlock: grant of an ended hold")
+	// errDeadGrant: a grant's validity passed before it became a handle.
+	// The caller never held it, so it is no loss.
+	errDeadGrant = errors.New("rlock: grant's validity passed")
+)
 
 // adopt turns an acquire sent at sent, which granted the hold of token for
 // at least lease, into a handle of this client's hold for (lock, owner),
-// starting the hold if this client has none.
+// starting the hold if this client has none. It fails with errDeadGrant
+// once the grant's validity has passed, which it checks on every round:
+// a round that found its hold ended took time.
 func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*Lock, error) {
 	key := holdKey{a.keys.Name, a.owner}
 	for {
+		if !time.Now().Before(validity(sent, lease)) {
+			return nil, errDeadGrant
+		}
 		c.mu.Lock()
 		if c.closed.Load() {
 			c.mu.Unlock()
@@ -235,6 +246,9 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Dura
 			// The owner holds the lock under a newer token, so the old
 			// hold ended in Redis unnoticed.
 			stale.lose(lostError(key.name, "its lease ran out"))
+		}
+		if c.beforeJoin != nil {
+			c.beforeJoin()
 		}
 		l := newHandle(h, a.ctx, nil, a.cfg, sent, kind)
 		if err := h.join(l, sent, lease); err == nil {

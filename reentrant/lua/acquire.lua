@@ -13,6 +13,10 @@
 --           with a fourth element 1 when the hold was there before and this
 --           call changed nothing (a replay, or a waiter finding its grant),
 --         {0, pttl} when another owner holds it (the waiter is queued, once),
+--         {2} when the lock is free but this call dropped as many dead
+--           queue entries as one script may and more remain (see grant):
+--           nothing was taken, the waiter is queued, and the call should be
+--           repeated at once,
 --         {-1} when ARGV[5] names a hold that no longer exists.
 local hash, fence, req, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, lease, self, record = ARGV[1], ARGV[2], ARGV[6], ARGV[7]
@@ -61,21 +65,27 @@ if ARGV[5] ~= '0' then
   return {-1}
 end
 
+local reply = {0, pttl}
 if pttl == -2 then
   -- Free. Nobody barges past a waiting queue: its head gets the lock,
   -- which may be the caller.
-  local id, token = grant(hash, fence, queue, granted, ARGV[8], self, nil)
+  local id, token, left = grant(hash, fence, queue, granted, ARGV[8], self, nil)
   if id == self and self ~= '' then
     return {1, 1, token}
   end
-  if not id then
+  if not id and not left then
     token = takeFree(hash, fence, owner, lease)
     if ARGV[4] ~= '1' then
       redis.call('set', req, '1:' .. formatToken(token), 'px', ARGV[3])
     end
     return {1, 1, token}
   end
-  pttl = redis.call('pttl', hash)
+  -- Another waiter has it, or the queue's live waiters (this one, if it
+  -- is queued further back) are still behind entries this script had no
+  -- tries left for. Taking the lock then would pass them by, and leave a
+  -- queued caller's record to be granted later to nobody: the caller
+  -- waits as when the lock is held, and repeats the call at once.
+  reply = id and {0, redis.call('pttl', hash)} or {2}
 end
 if self ~= '' then
   if not redis.call('lpos', queue, record) then
@@ -86,4 +96,4 @@ if self ~= '' then
     redis.call('set', ARGV[9], 1, 'px', ARGV[10])
   end
 end
-return {0, pttl}
+return reply

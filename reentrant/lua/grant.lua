@@ -6,8 +6,11 @@
 -- is live when its client's subscription receives the grant: PUBLISH and SPUBLISH return how many clients received
 -- it, and that count is exact on a single node and on a shard's master. A
 -- waiter nobody received is dropped and the next is tried, up to grantTries
--- per script; a lock left free with waiters behind it is granted by the
--- next script that finds it so (a waiter's look).
+-- per script, which bounds how long one script blocks the server. A script
+-- that runs out of tries with entries left says so in its reply: the lock
+-- is then free with a queue behind it, which nobody may take past (see
+-- acquire.lua), and the client runs the grant again (pass.lua) until it
+-- grants someone or empties the queue; any waiter's look grants too.
 -- Where a waiter may listen on another node than this one
 -- ('publish-alive': PUBLISH on a cluster, or a Sentinel client on a
 -- demoted master), the count misses receivers the message still reaches,
@@ -20,8 +23,21 @@
 --
 -- The grant is published before any write: if the channel is refused (an
 -- ACL without it), the script fails with the lock and the queue as they
--- were.
+-- were. And nothing is published where the writes would be refused: a
+-- waiter listening on a replica (a demoted master a client still reaches
+-- after a failover), or on a master short of min-replicas-to-write, would
+-- believe in a grant never made. So before its first message a script
+-- runs writeProbe, which Redis refuses there as it would any write.
 local grantTries = 16
+
+-- writeProbe is a write that changes nothing: GETEX without options reads
+-- the fencing counter (always a string) and touches neither value nor TTL,
+-- but is flagged as a write, and Redis judges a script's commands by their
+-- flags (READONLY on a replica, NOREPLICAS, MISCONF) before running them.
+-- It is not flagged deny-oom, so a full server still lets a lock go.
+local function writeProbe(fence)
+  redis.call('getex', fence)
+end
 
 -- formatToken prints a token: they are around 1.7e15 (microseconds), which
 -- Lua numbers hold exactly but '..' would print as floats.
@@ -98,12 +114,16 @@ end
 -- grant hands the free lock to the oldest live waiter. self is the calling
 -- waiter's ID, if any: it is live without a message. last is the fencing
 -- counter's value, if the caller has read it (see nextToken). It returns
--- the granted waiter's ID and token, or nil when no live waiter was found.
+-- the granted waiter's ID and token; or, when it granted nobody, nil, nil
+-- and whether entries are left: false when the queue is empty, true when it
+-- dropped grantTries dead entries and more remain. The two must not be
+-- confused: a lock is free for the taking only in the first case.
 local function grant(hash, fence, queue, granted, publish, self, last)
+  local probed = false
   for _ = 1, grantTries do
     local rec = redis.call('lindex', queue, 0)
     if not rec then
-      return nil
+      return nil, nil, false
     end
     local w = parseWaiter(rec)
     local token, received = nil, 0
@@ -118,6 +138,10 @@ local function grant(hash, fence, queue, granted, publish, self, last)
         body.u = tonumber(w.u)
       end
       local msg = w.id .. ' ' .. cjson.encode(body)
+      if not probed then
+        writeProbe(fence)
+        probed = true
+      end
       if publish ~= 'publish-alive' then
         received = redis.call(publish, w.c, msg)
       elseif not (w.a and redis.call('pttl', w.a) ~= -2) then
@@ -140,5 +164,5 @@ local function grant(hash, fence, queue, granted, publish, self, last)
       return w.id, token
     end
   end
-  return nil
+  return nil, nil, redis.call('lindex', queue, 0) ~= false
 end

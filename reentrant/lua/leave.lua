@@ -5,7 +5,9 @@
 -- 'spublish' or 'publish-alive', ARGV[4] the waiter's queue record,
 -- ARGV[5] '1' when the owner is shared (not made for this one call)
 -- Returns 0 when it left the queue (or was in none), 1 when it had been
--- granted the lock and passed it on.
+-- granted the lock and passed it on, 2 when it had been granted the lock
+-- and freed it, granting nobody but leaving entries in the queue (see
+-- grant): the client runs pass.lua.
 local hash, fence, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 if redis.call('lrem', queue, 1, ARGV[4]) == 1 then
   return 0
@@ -22,7 +24,9 @@ if ARGV[5] == '1' then
   end
   redis.call('del', granted)
 end
-if not grant(hash, fence, queue, granted, ARGV[3], '', token) then
-  redis.call('del', hash)
+local id, _, left = grant(hash, fence, queue, granted, ARGV[3], '', token)
+if id then
+  return 1
 end
-return 1
+redis.call('del', hash)
+return left and 2 or 1

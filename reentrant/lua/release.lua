@@ -5,8 +5,9 @@
 -- ARGV[1] owner, ARGV[2] the hold's token, ARGV[3] request-key TTL in ms,
 -- ARGV[4] 'publish', 'spublish' or 'publish-alive'
 -- Returns the owner's remaining hold count (0 = released, and granted to
--- the next waiter if any), or -1 when ARGV[1] does not hold the lock under
--- token ARGV[2].
+-- the next waiter if any), -1 when ARGV[1] does not hold the lock under
+-- token ARGV[2], or -2 when it released the lock and granted nobody but
+-- left entries in the queue (see grant): the client runs pass.lua.
 local hash, fence, req = KEYS[1], KEYS[2], KEYS[3]
 -- One read for the replay record and the counter.
 local seen = redis.call('mget', req, fence)
@@ -26,10 +27,18 @@ if count > 0 then
   -- The lease is left as it is: the remaining holds were promised at
   -- least what the longest of them asked for, and re-entry never shortens.
   redis.call('hincrby', hash, ARGV[1], -1)
-elseif not grant(hash, fence, KEYS[4], KEYS[5], ARGV[4], '', seen[2]) then
+else
   -- The grant replaces this hold; with no live waiter the lock is free.
   -- No PUBLISH when nobody waits: the grant publishes only to a waiter.
-  redis.call('del', hash)
+  local id, _, left = grant(hash, fence, KEYS[4], KEYS[5], ARGV[4], '', seen[2])
+  if not id then
+    redis.call('del', hash)
+    if left then
+      -- Remembered as it is: a resent release asks for the pass again,
+      -- which grants nothing twice (pass.lua runs only on a free lock).
+      count = -2
+    end
+  end
 end
 redis.call('set', req, count, 'px', ARGV[3])
 return count

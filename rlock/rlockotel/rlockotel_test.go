@@ -11,12 +11,15 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
-	"github.com/batonlock/baton/reentrant/redistest"
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/rlock"
 	"github.com/batonlock/baton/rlock/rlockotel"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redistest.RequireInstalled()
+	goleak.VerifyTestMain(m)
+}
 
 // A scripted scenario against a real server, then exact counts: a free
 // acquire, a re-entry, a wait that ends in a hand-off, releases, renewals

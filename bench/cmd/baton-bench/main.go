@@ -12,6 +12,16 @@
 //	go run ./bench/cmd/baton-bench -out bench/results
 //	go run ./bench/cmd/baton-bench -addr 127.0.0.1:6379 -rounds 5
 //
+// With -ab it runs no suite, but an A/B of the uncontended Lock+Unlock loop,
+// whole process against whole process: each library (by default baton,
+// redislock-1ms and redsync) runs -pairs pairs in a fresh process of this
+// program, -rounds times (default 7) in an order rotated every round, on one
+// redis-server, and it prints each run's wall and user+system CPU time per
+// pair, and baton's ratios to each library per round and their medians:
+//
+//	go run ./bench/cmd/baton-bench -ab
+//	go run ./bench/cmd/baton-bench -ab -rounds 5 -pairs 50000 -algos baton,redislock-1ms
+//
 // Every run uses its own key prefix (bench:*); baton's fencing counters stay
 // behind, so point -addr at a scratch server.
 package main
@@ -26,6 +36,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,10 +44,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/bench"
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
-// quickDuration and a single round keep a -quick run of all 36 runs near
+// quickDuration and a single round keep a -quick run of all 45 runs near
 // 10 seconds.
 const quickDuration = 200 * time.Millisecond
 
@@ -50,6 +61,8 @@ type options struct {
 	hold, think        time.Duration
 	algos, scenarios   string
 	out                string
+	ab                 bool
+	pairs              int
 }
 
 func main() {
@@ -68,10 +81,15 @@ func main() {
 	flag.StringVar(&o.algos, "algos", "", "comma list of algorithms (default all: "+strings.Join(names(bench.Algorithms(), func(a bench.Algorithm) string { return a.Name }), ",")+")")
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma list of scenarios (default all: "+strings.Join(names(bench.Scenarios(0), func(s bench.Scenario) string { return s.Name }), ",")+")")
 	flag.StringVar(&o.out, "out", "", "write results.json, results.csv and chart.svg into this directory")
+	flag.BoolVar(&o.ab, "ab", false, "instead of the suite, A/B the uncontended Lock+Unlock loop, each library in a fresh process per round\n(default -algos "+abAlgos+", -rounds "+strconv.Itoa(abRounds)+"; with -addr, -url or a throwaway redis-server)")
+	flag.IntVar(&o.pairs, "pairs", abPairs, "with -ab: Lock+Unlock pairs per library per round")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if spec, ok := os.LookupEnv(childEnv); ok {
+		os.Exit(child(ctx, spec, os.Stdout, os.Stderr))
+	}
 	if err := run(ctx, o, explicitFlags(), os.Stdout, os.Stderr); err != nil {
 		if ctx.Err() != nil {
 			err = errors.New("interrupted")
@@ -83,6 +101,12 @@ func main() {
 }
 
 func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.Writer) error {
+	if o.ab {
+		return runAB(ctx, o, set, stdout, stderr)
+	}
+	if set["pairs"] {
+		return errors.New("-pairs applies to -ab only")
+	}
 	algos, err := selectAlgorithms(o.algos)
 	if err != nil {
 		return err
@@ -113,7 +137,7 @@ func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.
 	if err := bench.WriteTable(stdout, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\ntargets (set for a real Redis), against the best peer or polling recipe of this run:\n")
+	fmt.Fprintf(stdout, "\ntargets (set for a real Redis), on figures of this run:\n")
 	if err := bench.WriteTargets(stdout, bench.Targets(rep.Results)); err != nil {
 		return err
 	}
@@ -162,14 +186,8 @@ func connect(o options) (bench.Target, func(), error) {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 		}}, func() {}, nil
 	case o.url != "":
-		opts, err := redis.ParseURL(o.url)
-		if err != nil {
-			return bench.Target{}, nil, err
-		}
-		return bench.Target{Name: "Redis at " + opts.Addr, NewClient: func() redis.UniversalClient {
-			c := *opts
-			return redis.NewClient(&c)
-		}}, func() {}, nil
+		t, err := urlTarget("", o.url)
+		return t, func() {}, err
 	case o.addr != "":
 		return addrTarget("Redis at "+o.addr, o.addr), func() {}, nil
 	}
@@ -183,6 +201,22 @@ func connect(o options) (bench.Target, func(), error) {
 		return t, srv.Stop, nil
 	}
 	return bench.Embedded()
+}
+
+// urlTarget is the server at a redis:// or rediss:// URL, named name, or
+// by its address when name is empty.
+func urlTarget(name, url string) (bench.Target, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return bench.Target{}, err
+	}
+	if name == "" {
+		name = "Redis at " + opts.Addr
+	}
+	return bench.Target{Name: name, NewClient: func() redis.UniversalClient {
+		c := *opts
+		return redis.NewClient(&c)
+	}}, nil
 }
 
 func addrTarget(name, addr string) bench.Target {

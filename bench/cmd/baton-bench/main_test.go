@@ -15,8 +15,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/bench"
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest"
 )
+
+// The A/B's children are this test binary, started with childEnv set.
+// The run tests need a real redis-server: without one the package fails.
+func TestMain(m *testing.M) {
+	if spec, ok := os.LookupEnv(childEnv); ok {
+		os.Exit(child(context.Background(), spec, os.Stdout, os.Stderr))
+	}
+	redistest.RequireInstalled()
+	os.Exit(m.Run())
+}
 
 func TestSelectScenariosAppliesOnlyExplicitOverrides(t *testing.T) {
 	o := options{duration: bench.DefaultDuration, workers: 5, hold: 2 * time.Millisecond}
@@ -88,15 +98,6 @@ func redisChildren(t *testing.T) []int {
 	return pids
 }
 
-func needRedisServer(t *testing.T) {
-	if _, err := redisproc.LookPath(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server not on PATH under CI")
-		}
-		t.Skip("redis-server not on PATH")
-	}
-}
-
 // quickRun is a run of one polling recipe on one scenario, a few hundred ms.
 func quickRun(extra options) options {
 	o := extra
@@ -105,7 +106,7 @@ func quickRun(extra options) options {
 }
 
 func TestDefaultRunStartsAThrowawayServerAndStopsIt(t *testing.T) {
-	needRedisServer(t)
+	redistest.Binary(t) // run starts a server of its own
 	require.Empty(t, redisChildren(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -128,7 +129,7 @@ func TestDefaultRunStartsAThrowawayServerAndStopsIt(t *testing.T) {
 // Ctrl-C cancels run's context: the run stops early, and the server it
 // started is stopped before run returns.
 func TestInterruptedRunLeavesNoServer(t *testing.T) {
-	needRedisServer(t)
+	redistest.Binary(t) // run starts a server of its own
 	ctx, cancel := context.WithCancel(context.Background())
 	interrupted := make(chan struct{})
 	defer func() { <-interrupted }()

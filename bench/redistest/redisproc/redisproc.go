@@ -27,6 +27,10 @@ import (
 // Binary is the name of the server executable looked up on PATH.
 const Binary = "redis-server"
 
+// InstallCommand installs redis-server, and redis-cli with it, on Debian
+// and Ubuntu.
+const InstallCommand = "apt-get install -y redis-server"
+
 // startTimeout bounds how long a server may take to answer its first PING.
 const startTimeout = 10 * time.Second
 

@@ -7,4 +7,7 @@ import (
 )
 
 // Each server has a goroutine waiting for its process; none may outlive the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	RequireInstalled()
+	goleak.VerifyTestMain(m)
+}

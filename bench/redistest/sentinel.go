@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // SentinelMaster is the master name the test sentinel monitors.
@@ -38,12 +38,7 @@ type Sentinel struct {
 func StartSentinel(tb testing.TB) *Sentinel {
 	tb.Helper()
 	master := Start(tb)
-	replica := Start(tb, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
-	s := &Sentinel{Master: master, Replica: replica, tb: tb}
-	s.await(func(ctx context.Context) bool {
-		info, err := replica.Admin().Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, "the replica syncs with the master")
+	s := &Sentinel{Master: master, Replica: StartReplica(tb, master), tb: tb}
 
 	dir := tb.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
@@ -70,7 +65,7 @@ func StartSentinel(tb testing.TB) *Sentinel {
 // it may promote.
 func (s *Sentinel) awaitPromotable() {
 	s.tb.Helper()
-	s.await(func(ctx context.Context) bool {
+	await(s.tb, func(ctx context.Context) bool {
 		replicas, err := s.admin.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
 		if err != nil || len(replicas) != 1 {
 			return false
@@ -93,15 +88,34 @@ func (s *Sentinel) awaitPromotable() {
 // FailoverClient returns a redis.NewFailoverClient on the sentinel, closed
 // at test end. Under ACLEnv=1 it logs in as the least-privilege user.
 func (s *Sentinel) FailoverClient() *redis.Client {
+	rdb := redis.NewFailoverClient(s.failoverOptions(nil))
+	s.tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// FailoverClusterClient returns a redis.NewFailoverClusterClient on the
+// sentinel: a ClusterClient whose one slot range is served by the master
+// and its replica, as the sentinel names them. opts may adjust the options
+// (ReplicaOnly, say). It is closed at test end; under ACLEnv=1 it logs in
+// as the least-privilege user.
+func (s *Sentinel) FailoverClusterClient(opts ...func(*redis.FailoverOptions)) *redis.ClusterClient {
+	rdb := redis.NewFailoverClusterClient(s.failoverOptions(opts))
+	s.tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func (s *Sentinel) failoverOptions(opts []func(*redis.FailoverOptions)) *redis.FailoverOptions {
 	o := Options("")
-	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+	fo := &redis.FailoverOptions{
 		MasterName:    SentinelMaster,
 		SentinelAddrs: []string{s.Addr},
 		Username:      o.Username,
 		Password:      o.Password,
-	})
-	s.tb.Cleanup(func() { _ = rdb.Close() })
-	return rdb
+	}
+	for _, f := range opts {
+		f(fo)
+	}
+	return fo
 }
 
 // MasterAddr is the master's address as the sentinel names it.
@@ -125,7 +139,7 @@ func (s *Sentinel) Failover() {
 		s.tb.Fatalf("redistest: SENTINEL FAILOVER: %v", err)
 	}
 	promoted := s.Replica
-	s.await(func(ctx context.Context) bool {
+	await(s.tb, func(ctx context.Context) bool {
 		addr, err := s.MasterAddr(ctx)
 		if err != nil || addr != promoted.Addr {
 			return false
@@ -139,22 +153,35 @@ func (s *Sentinel) Failover() {
 	if err := demoted.Admin().ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(promoted.Port)).Err(); err != nil {
 		s.tb.Fatalf("redistest: REPLICAOF on the old master: %v", err)
 	}
-	s.await(func(ctx context.Context) bool {
+	await(s.tb, func(ctx context.Context) bool {
 		role, err := demoted.Admin().Do(ctx, "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "slave"
 	}, "the old master follows the new one")
 	s.Master, s.Replica = promoted, demoted
 }
 
-// await polls cond for up to 10 seconds, or fails the test with what.
-func (s *Sentinel) await(cond func(context.Context) bool, what string) {
-	s.tb.Helper()
+// StartReplica starts a replica of master and returns once it has synced
+// with it: what master held before the call is on the replica too.
+func StartReplica(tb testing.TB, master *Server) *Server {
+	tb.Helper()
+	replica := Start(tb, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	admin := replica.Admin()
+	await(tb, func(ctx context.Context) bool {
+		info, err := admin.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, "the replica syncs with its master")
+	return replica
+}
+
+// await polls cond for up to 10 seconds, or fails tb with what.
+func await(tb testing.TB, cond func(context.Context) bool, what string) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for !cond(ctx) {
 		select {
 		case <-ctx.Done():
-			s.tb.Fatalf("redistest: timed out waiting until %s", what)
+			tb.Fatalf("redistest: timed out waiting until %s", what)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

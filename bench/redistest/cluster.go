@@ -47,11 +47,11 @@ func (n *Node) Admin() *redis.Client { return n.admin }
 // StartCluster launches n cluster-enabled redis-servers, joins them with
 // redis-cli --cluster create (slots split evenly, no replicas) and waits
 // until every node reports cluster_state:ok and all agree on who serves
-// every slot. The servers stop when the test ends. Like Start, it skips when
-// redis-server or redis-cli is missing, and fails instead under CI.
+// every slot. The servers stop when the test ends. Like Start, it skips
+// under -short, and fails when redis-server or redis-cli is missing.
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
-	cli := binary(tb, "redis-cli")
+	cli := binary(tb, cliBinary)
 	if n < 3 {
 		tb.Fatalf("redistest: a cluster needs at least 3 masters, got %d", n)
 	}

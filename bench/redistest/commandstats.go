@@ -5,7 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // CommandStats maps a lower-case command name ("evalsha", "publish") to the

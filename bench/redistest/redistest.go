@@ -3,21 +3,25 @@
 // redisproc, so every baton package may use it from its tests without creating
 // a dependency between the packages under test.
 //
-// A test that needs a server calls Start. When the redis-server binary is
-// missing the test is skipped with a clear message, unless the CI environment
-// variable is set, in which case it fails: CI must run every real-server test.
+// A test that needs a server calls Start, and TestMain in its package calls
+// RequireInstalled first. Without redis-server (or redis-cli) on PATH the
+// package fails at once, naming the install command: a real-server test
+// never passes by being skipped. Under go test -short every test that needs
+// a server is skipped, installed or not, and only the rest run.
 package redistest
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/reentrant/redistest/redisproc"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // Server is one redis-server process listening on 127.0.0.1.
@@ -31,8 +35,39 @@ type Server struct {
 	proc *redisproc.Server
 }
 
-// Binary returns the path of redis-server, or skips (fails under CI) when it
-// is not installed.
+// cliBinary is the client that comes with redis-server; StartCluster runs it.
+const cliBinary = "redis-cli"
+
+// RequireInstalled is the first call of TestMain in each package whose tests
+// start servers. Unless the tests run with -short, it checks that
+// redis-server and redis-cli are on PATH; when one is not, it prints which,
+// and how to install it, and exits with status 1, so that the package fails
+// once, loudly, instead of passing with its real-server tests not run.
+func RequireInstalled() {
+	flag.Parse() // for -short; the testing package's flags are defined by now
+	if testing.Short() {
+		return
+	}
+	var missing []string
+	for _, name := range []string{redisproc.Binary, cliBinary} {
+		if _, err := exec.LookPath(name); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: "+notInstalled(missing...))
+		os.Exit(1)
+	}
+}
+
+// notInstalled says that programs are missing and how to install them.
+func notInstalled(programs ...string) string {
+	return fmt.Sprintf("%s not found on PATH: install with `%s` (or `go test -short` runs only the tests that need no server)",
+		strings.Join(programs, " and "), redisproc.InstallCommand)
+}
+
+// Binary returns the path of redis-server. Under -short it skips the test,
+// which needs a server; without redis-server on PATH it fails the test.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	return binary(tb, redisproc.Binary)
@@ -40,16 +75,14 @@ func Binary(tb testing.TB) string {
 
 func binary(tb testing.TB, name string) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a real redis-server: skipped under -short")
+	}
 	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
+	if err != nil {
+		tb.Fatal(notInstalled(name))
 	}
-	msg := fmt.Sprintf("%s not found on PATH: install it (apt-get install -y redis-server) to run real-Redis tests", name)
-	if os.Getenv("CI") != "" {
-		tb.Fatal(msg + " (CI is set, so this is a failure, not a skip)")
-	}
-	tb.Skip(msg)
-	return ""
+	return path
 }
 
 // Start launches redis-server on a free loopback port, without persistence,

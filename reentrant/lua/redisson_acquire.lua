@@ -1,0 +1,26 @@
+-- Take or re-enter a lock in Redisson's RLock format (see redisson.go):
+-- the lock is a hash named as the lock, one field per holder
+-- "<clientID>:<owner>" whose value is the hold count, and the lease is the
+-- hash's PEXPIRE. The state it leaves is the one Redisson's own acquire
+-- leaves, so Java, Node and Go holders exclude each other.
+-- KEYS[1] lock: the lock's hash
+-- ARGV[1] leaseMs: the lease in ms
+-- ARGV[2] field: the holder's field
+-- ARGV[3] fresh: '1' when the owner held nothing before the call, so a field
+--         found can only be an earlier run of this same call (a resend):
+--         it is reported, not counted again; '0' counts a re-entry
+-- Returns nil when the field holds the lock after the call, or else the
+-- lock's PTTL in ms (-1 when it has no expiry), as Redisson's acquire does.
+local lock = KEYS[1]
+local leaseMs, field, fresh = ARGV[1], ARGV[2], ARGV[3] == '1'
+
+local mine = redis.call('hexists', lock, field) == 1
+if mine and fresh then
+  return nil
+end
+if not mine and redis.call('exists', lock) == 1 then
+  return redis.call('pttl', lock)
+end
+redis.call('hincrby', lock, field, 1)
+redis.call('pexpire', lock, leaseMs)
+return nil

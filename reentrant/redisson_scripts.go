@@ -1,0 +1,202 @@
+package reentrant
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/redisson_acquire.lua
+	redissonAcquireLua string
+	//go:embed lua/redisson_unlock.lua
+	redissonUnlockLua string
+	//go:embed lua/redisson_renew.lua
+	redissonRenewLua string
+	//go:embed lua/redisson_force_unlock.lua
+	redissonForceUnlockLua string
+
+	redissonAcquireScript     = redis.NewScript(redissonAcquireLua)
+	redissonUnlockScript      = redis.NewScript(redissonUnlockLua)
+	redissonRenewScript       = redis.NewScript(redissonRenewLua)
+	redissonForceUnlockScript = redis.NewScript(redissonForceUnlockLua)
+)
+
+// RedissonAcquireResult is the outcome of one acquire in Redisson's format.
+type RedissonAcquireResult struct {
+	// Acquired reports that the field holds the lock after the call.
+	Acquired bool
+	// HolderTTL, when not Acquired, is the lock's remaining lease as PTTL
+	// reads it: zero in its last millisecond, negative when the lock has no
+	// expiry (then only an unlock message ends the wait, as in Redisson).
+	HolderTTL time.Duration
+}
+
+// Acquire takes the lock for field with lease, or re-enters it (counting
+// one more hold and setting the lease) when field already holds it, exactly
+// as Redisson's acquire does. A resent call counts again: use it only where
+// no resend can happen, or for a re-entry that a lost reply may count twice
+// (see AcquireFresh).
+func (k RedissonKeys) Acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
+	return k.acquire(ctx, rdb, field, lease, false)
+}
+
+// AcquireFresh takes the lock for a field that held nothing before the
+// call. A hold of field found by the script can then only be this call's
+// own earlier run (go-redis resends a script on a read timeout): it is
+// reported as acquired and not counted again, so a resend leaves the same
+// state as one run. The state one run leaves is Acquire's.
+func (k RedissonKeys) AcquireFresh(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
+	return k.acquire(ctx, rdb, field, lease, true)
+}
+
+func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration, fresh bool) (RedissonAcquireResult, error) {
+	ms, err := k.args(field, lease)
+	if err != nil {
+		return RedissonAcquireResult{}, err
+	}
+	flag := "0"
+	if fresh {
+		flag = "1"
+	}
+	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, flag).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return RedissonAcquireResult{Acquired: true}, nil
+	case err != nil:
+		return RedissonAcquireResult{}, fmt.Errorf("reentrant: redisson acquire %q: %w", k.Name, err)
+	}
+	return RedissonAcquireResult{HolderTTL: time.Duration(pttl) * time.Millisecond}, nil
+}
+
+// Unlock leaves one of field's holds, under requestID: a partial unlock
+// sets the lock's lease to lease and publishes nothing; the final one
+// deletes the lock and publishes RedissonUnlockMessage on its channel. The
+// script sets the request's latch for the namespace's LatchTTL, so a resend
+// of the script (go-redis resends on a read timeout) replays the first
+// result instead of leaving a second hold; once the reply is in, Unlock
+// deletes the latch, as Redisson does. requestID must be new for each
+// unlock (Redisson uses 16 random bytes in hex). lease is what Redisson
+// calls internalLockLeaseTime: the hold's fixed lease, or the watchdog's.
+func (k RedissonKeys) Unlock(ctx context.Context, rdb redis.Cmdable, field RedissonField, requestID string, lease time.Duration) (ReleaseStatus, error) {
+	st, err := k.unlockOnce(ctx, rdb, field, requestID, lease)
+	if err != nil {
+		return st, err
+	}
+	// Only memory depends on this delete: a latch that stays expires after
+	// LatchTTL, and no later call uses the same request ID.
+	_ = rdb.Del(ctx, k.LatchKey(requestID)).Err()
+	return st, nil
+}
+
+// unlockOnce runs the unlock script, leaving the latch behind.
+func (k RedissonKeys) unlockOnce(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (ReleaseStatus, error) {
+	ms, err := k.args(field, lease)
+	if err != nil {
+		return NotHeld, err
+	}
+	if requestID == "" {
+		return NotHeld, fmt.Errorf("%w: empty", ErrInvalidRequestID)
+	}
+	keys := []string{k.Hash, k.Channel, k.LatchKey(requestID)}
+	n, err := redissonUnlockScript.Run(ctx, rdb, keys, field.s, ms, k.latchTTL.Milliseconds(),
+		k.publishCommand(), RedissonUnlockMessage).Int64()
+	if err != nil {
+		return NotHeld, fmt.Errorf("reentrant: redisson unlock %q: %w", k.Name, err)
+	}
+	switch n {
+	case -1:
+		return NotHeld, nil
+	case 0:
+		return StillHeld, nil
+	case 1:
+		return Released, nil
+	}
+	return NotHeld, fmt.Errorf("reentrant: redisson unlock %q: unexpected reply %d", k.Name, n)
+}
+
+// Renew sets the lock's lease to lease when field still holds it, as
+// Redisson's watchdog does (it may shorten a lease), and reports whether
+// field did; false means the hold is lost.
+func (k RedissonKeys) Renew(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (bool, error) {
+	renewed, err := RedissonRenewBatch(ctx, rdb, []RedissonHold{{Keys: k, Field: field}}, lease)
+	if err != nil {
+		return false, err
+	}
+	return renewed[0], nil
+}
+
+// RedissonHold names one field's hold on one lock, for batched renewal.
+type RedissonHold struct {
+	Keys  RedissonKeys
+	Field RedissonField
+}
+
+// RedissonRenewBatch renews holds in one script call, each to lease while
+// its field still holds its lock, as Redisson's watchdog renews a chunk of
+// locks: one round trip for all of them. On a cluster every hold's lock
+// must be in one slot (the caller groups holds by slot, as Redisson does).
+// renewed[i] reports whether holds[i] was renewed; false means its field is
+// gone and the hold is lost.
+func RedissonRenewBatch(ctx context.Context, rdb redis.Scripter, holds []RedissonHold, lease time.Duration) (renewed []bool, err error) {
+	ms, err := leaseMillis(lease)
+	if err != nil || len(holds) == 0 {
+		return nil, err
+	}
+	keys := make([]string, len(holds))
+	args := make([]any, 1, 1+len(holds))
+	args[0] = ms
+	for i, h := range holds {
+		if err := h.Keys.check(); err != nil {
+			return nil, err
+		}
+		if err := h.Field.check(); err != nil {
+			return nil, err
+		}
+		keys[i] = h.Keys.Hash
+		args = append(args, h.Field.s)
+	}
+	reply, err := redissonRenewScript.Run(ctx, rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("reentrant: redisson renew %q: %w", holds[0].Keys.Name, err)
+	}
+	if len(reply) != len(holds) {
+		return nil, fmt.Errorf("reentrant: redisson renew: %d replies for %d holds", len(reply), len(holds))
+	}
+	renewed = make([]bool, len(reply))
+	for i, n := range reply {
+		renewed[i] = n == 1
+	}
+	return renewed, nil
+}
+
+// ForceUnlock deletes the lock whoever holds it and publishes
+// RedissonUnlockMessage on its channel, as Redisson's forceUnlock does. It
+// reports whether the lock existed; a resent call (after a lost reply)
+// reports false, having published once.
+func (k RedissonKeys) ForceUnlock(ctx context.Context, rdb redis.Scripter) (bool, error) {
+	if err := k.check(); err != nil {
+		return false, err
+	}
+	n, err := redissonForceUnlockScript.Run(ctx, rdb, []string{k.Hash, k.Channel},
+		k.publishCommand(), RedissonUnlockMessage).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: redisson force-unlock %q: %w", k.Name, err)
+	}
+	return n == 1, nil
+}
+
+// args checks the keys, the field and the lease, and returns the lease in ms.
+func (k RedissonKeys) args(field RedissonField, lease time.Duration) (int64, error) {
+	if err := k.check(); err != nil {
+		return 0, err
+	}
+	if err := field.check(); err != nil {
+		return 0, err
+	}
+	return leaseMillis(lease)
+}
