@@ -1,7 +1,6 @@
 package reentrant
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,13 +24,7 @@ type Grant struct {
 // where the grant's lease holds only until confirmed, that lease in ms.
 func ParseGrant(msg string) (Grant, error) {
 	waiter, body, _ := strings.Cut(msg, " ")
-	var m struct {
-		Token       string `json:"t"`
-		Owner       string `json:"o"`
-		Hash        string `json:"k"`
-		Unconfirmed int64  `json:"u"`
-	}
-	err := json.Unmarshal([]byte(body), &m)
+	m, err := decodeGrantBody(body)
 	token, terr := strconv.ParseUint(m.Token, 10, 64)
 	// The name is the hash tag: the prefix cannot contain a brace.
 	from, to := strings.IndexByte(m.Hash, '{'), strings.LastIndexByte(m.Hash, '}')

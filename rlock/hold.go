@@ -42,13 +42,13 @@ type hold struct {
 
 	retired chan struct{} // closed once the end is complete: every Context ended
 
-	mu       sync.Mutex         // guards the fields below
-	handles  map[*Lock]struct{} // handles not yet finished
-	live     int                // handles that have not begun to unlock
-	watched  int                // live handles taken without WithLease
-	lease    *watchdog.Lease    // the renewal, while watched > 0
-	end      error              // why the hold ended; nil while it lasts
-	turnOver chan struct{}      // closed when a handle finishes; nil if nobody waits
+	mu       sync.Mutex      // guards the fields below
+	handles  handleList      // handles not yet finished
+	live     int             // handles that have not begun to unlock
+	watched  int             // live handles taken without WithLease
+	lease    *watchdog.Lease // the renewal, while watched > 0
+	end      error           // why the hold ended; nil while it lasts
+	turnOver chan struct{}   // closed when a handle finishes; nil if nobody waits
 }
 
 // newHold starts a hold whose first acquire was sent at sent and asked for
@@ -56,7 +56,7 @@ type hold struct {
 // once if the validity has passed meanwhile, and reads h.expiry: so it is
 // made idle, and armed only once the hold has it.
 func (c *Client) newHold(keys reentrant.Keys, owner string, token uint64, sent time.Time, lease time.Duration) *hold {
-	h := &hold{c: c, key: holdKey{keys.Name, owner}, keys: keys, token: token, retired: make(chan struct{}), handles: map[*Lock]struct{}{}}
+	h := &hold{c: c, key: holdKey{keys.Name, owner}, keys: keys, token: token, retired: make(chan struct{})}
 	h.validUntil.Store(monoOf(validity(sent, lease)))
 	h.expiry = time.AfterFunc(math.MaxInt64, h.checkExpiry)
 	h.expiry.Reset(time.Until(validity(sent, lease)))
@@ -129,7 +129,7 @@ func (h *hold) join(l *Lock, sent time.Time, lease time.Duration) error {
 		h.mu.Unlock()
 		return h.endLocked()
 	}
-	h.handles[l] = struct{}{}
+	h.handles.add(l)
 	h.live++
 	startWatch := !l.fixed && h.watched == 0
 	if !l.fixed {
@@ -252,13 +252,13 @@ func (h *hold) finish(l *Lock) error {
 		return nil
 	}
 	l.finished = true
-	delete(h.handles, l)
+	h.handles.remove(l)
 	if l.parent != nil {
 		l.parent.children--
 	}
 	h.passTurnLocked()
 	cause := h.end
-	last := len(h.handles) == 0 && cause == nil
+	last := h.handles.n == 0 && cause == nil
 	if last {
 		h.end = errReleased
 	}
@@ -290,10 +290,7 @@ func (h *hold) lose(cause error) {
 // handles still held, for Close to release.
 func (h *hold) close() []*Lock {
 	h.mu.Lock()
-	held := make([]*Lock, 0, len(h.handles))
-	for l := range h.handles {
-		held = append(held, l)
-	}
+	held := h.handles.all()
 	h.mu.Unlock()
 	if !h.endWith(ErrClosed) {
 		return nil // ended by a loss or its last Unlock meanwhile
@@ -316,10 +313,7 @@ func (h *hold) endWith(cause error) bool {
 	h.end = cause
 	stop := h.lease
 	h.lease = nil
-	handles := make([]*Lock, 0, len(h.handles))
-	for l := range h.handles {
-		handles = append(handles, l)
-	}
+	handles := h.handles.all()
 	h.passTurnLocked()
 	h.mu.Unlock()
 	if stop != nil {

@@ -63,16 +63,17 @@ type Lock struct {
 	parent *Lock // the handle whose Context this one re-entered through
 	fixed  bool  // taken WithLease: never renewed
 	kind   AcquireKind
-	ctx    *lockContext
+	ctx    lockContext // its Context, part of the handle: one allocation fewer
 	cancel func(cause error)
 
 	unlockMu  sync.Mutex // one Unlock attempt at a time
 	unlockReq string     // one request ID for every attempt, so a retry replays
 
 	// Guarded by hold.mu.
-	children  int  // re-entries through this handle's Context, held or being taken
-	unlocking bool // Unlock has been called; no longer renewed
-	finished  bool // released, or its hold ended
+	children   int   // re-entries through this handle's Context, held or being taken
+	unlocking  bool  // Unlock has been called; no longer renewed
+	finished   bool  // released, or its hold ended
+	prev, next *Lock // in the hold's handles, until finished
 }
 
 // newHandle makes the handle of an acquire sent at sent, whose Context
@@ -80,7 +81,7 @@ type Lock struct {
 func newHandle(h *hold, parent context.Context, via *Lock, lc lockConfig, sent time.Time, kind AcquireKind) *Lock {
 	l := &Lock{hold: h, parent: via, fixed: lc.leaseSet, kind: kind, unlockReq: newRequestID()}
 	inner, cancel := context.WithCancelCause(parent)
-	l.ctx = &lockContext{Context: inner, l: l}
+	l.ctx = lockContext{Context: inner, l: l}
 	l.cancel = cancel
 	if lc.leaseSet {
 		l.ctx.deadline = validity(sent, lc.lease)
@@ -163,7 +164,7 @@ func (l *Lock) Owner() string { return l.hold.key.owner }
 // Its Err checks the clock itself, so after a pause the first call already
 // reports a lease that ran out. The hold itself lasts until its last handle
 // unlocks or it is lost, whatever happens to the ctx given to Lock.
-func (l *Lock) Context() context.Context { return l.ctx }
+func (l *Lock) Context() context.Context { return &l.ctx }
 
 // Unlock leaves this hold. The release is sent even when ctx has already
 // ended (bounded then by a timeout of its own), and the hold is no longer
