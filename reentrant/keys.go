@@ -115,34 +115,59 @@ func (ns Namespace) Keys(name string) (Keys, error) {
 	if ttl <= 0 {
 		ttl = DefaultRequestTTL
 	}
-	hash := prefix + "{" + name + "}"
 	// On a single node, or with PUBLISH on a cluster, a client's grants of
 	// every lock share one channel, subscribed once for the client's
 	// lifetime. SPUBLISH must stay in the lock's slot: one channel per
 	// client and lock.
-	publish, grantPrefix := "publish", prefix+"grant:"
+	publish := "publish"
 	var aliveTTL time.Duration
 	switch {
 	case ns.Sharded:
-		publish, grantPrefix = "spublish", hash+":grant:"
+		publish = "spublish"
 	case ns.ReceiversElsewhere:
 		publish, aliveTTL = "publish-alive", ns.AliveTTL
 		if aliveTTL <= 0 {
 			aliveTTL = DefaultAliveTTL
 		}
 	}
-	return Keys{
-		Name:          name,
-		Hash:          hash,
-		Fence:         hash + ":fence",
-		Queue:         hash + ":queue",
-		Granted:       hash + ":granted",
-		requestPrefix: hash + ":req:",
-		grantPrefix:   grantPrefix,
-		publish:       publish,
-		requestTTL:    ttl,
-		aliveTTL:      aliveTTL,
-	}, nil
+	k := Keys{Name: name, publish: publish, requestTTL: ttl, aliveTTL: aliveTTL}
+	k.name(prefix, ns.Sharded)
+	return k, nil
+}
+
+// name derives k's key and channel names from prefix and k.Name. Every
+// Lock derives them, so they cost one allocation, not one each: they are
+// slices of one string, laid end to end, and the hash key is the start of
+// the fence key.
+func (k *Keys) name(prefix string, sharded bool) {
+	hashLen := len(prefix) + len("{") + len(k.Name) + len("}")
+	var b strings.Builder
+	b.Grow(5*hashLen + len(":fence:queue:granted:req::grant:") + len(prefix) + len("grant:"))
+	key := func(suffix string) (from, to int) {
+		from = b.Len()
+		b.WriteString(prefix)
+		b.WriteByte('{')
+		b.WriteString(k.Name)
+		b.WriteByte('}')
+		b.WriteString(suffix)
+		return from, b.Len()
+	}
+	fence, fenceEnd := key(":fence")
+	queue, queueEnd := key(":queue")
+	granted, grantedEnd := key(":granted")
+	req, reqEnd := key(":req:")
+	grant, grantEnd := b.Len(), 0
+	if sharded {
+		grant, grantEnd = key(":grant:")
+	} else {
+		b.WriteString(prefix)
+		b.WriteString("grant:")
+		grantEnd = b.Len()
+	}
+	all := b.String()
+	k.Hash, k.Fence = all[fence:fence+hashLen], all[fence:fenceEnd]
+	k.Queue, k.Granted = all[queue:queueEnd], all[granted:grantedEnd]
+	k.requestPrefix, k.grantPrefix = all[req:reqEnd], all[grant:grantEnd]
 }
 
 // GrantChannel is the channel on which client's waiters for this lock get

@@ -82,3 +82,14 @@ func TestReleaseStatusString(t *testing.T) {
 	require.Equal(t, "released", Released.String())
 	require.Equal(t, "ReleaseStatus(9)", ReleaseStatus(9).String())
 }
+
+// BenchmarkKeys derives a lock's keys, as every Lock does: one allocation
+// for all of them.
+func BenchmarkKeys(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Namespace{}).Keys("orders/42"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -341,8 +341,15 @@ func (c *Client) lockKeys(name string) (reentrant.Keys, error) {
 }
 
 // newOwner makes an owner ID no other call shares: the client's ID and 128
-// random bits.
-func (c *Client) newOwner() string { return c.id + ":" + randomHex(16) }
+// random bits. Most Lock calls make one, so it is built in place: one
+// allocation, the string.
+func (c *Client) newOwner() string {
+	var random [16]byte
+	_, _ = rand.Read(random[:])
+	var buf [64]byte // the client's ID is 16 hex digits: the owner fits
+	owner := append(append(buf[:0], c.id...), ':')
+	return string(hex.AppendEncode(owner, random[:]))
+}
 
 // randomHex is n random bytes from crypto/rand, in hex. crypto/rand.Read
 // never fails (since Go 1.24 it crashes the program instead).

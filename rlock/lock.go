@@ -31,15 +31,20 @@ func OwnerFrom(ctx context.Context) (string, bool) {
 	return owner, ok && owner != ""
 }
 
-// handleKey finds, in a ctx, the innermost handle of one lock of one
-// client: a Lock call with that ctx re-enters through it.
-type handleKey struct {
-	c    *Client
-	name string
-}
-
 // innermostKey finds, in a ctx, the innermost handle of any lock.
 type innermostKey struct{}
+
+// handleIn finds, in ctx, the innermost handle of c's lock name: a Lock call
+// with ctx re-enters through it. It goes through the handles ctx carries,
+// innermost first, each found in the ctx its own Lock call was given: a
+// key of its own per lock would cost an allocation on every Lock.
+func (c *Client) handleIn(ctx context.Context, name string) *Lock {
+	l, _ := ctx.Value(innermostKey{}).(*Lock)
+	for l != nil && (l.hold.c != c || l.hold.key.name != name) {
+		l, _ = l.ctx.Context.Value(innermostKey{}).(*Lock)
+	}
+	return l
+}
 
 // FromContext returns the handle whose Context ctx is, or derives from: the
 // innermost one when locks are nested. Within Client.Do's function it gives
@@ -124,15 +129,10 @@ func (c *lockContext) Err() error {
 }
 
 // Value answers for the handle itself, so Lock calls with this Context (or
-// one derived from it) re-enter through it.
+// one derived from it) re-enter through it (see handleIn).
 func (c *lockContext) Value(key any) any {
-	switch k := key.(type) {
-	case innermostKey:
+	if _, ok := key.(innermostKey); ok {
 		return c.l
-	case handleKey:
-		if k.c == c.l.hold.c && k.name == c.l.hold.key.name {
-			return c.l
-		}
 	}
 	return c.Context.Value(key)
 }

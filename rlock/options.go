@@ -148,8 +148,8 @@ func WaitAtMost(d time.Duration) LockOption {
 
 func newLockConfig(opts []LockOption) (lockConfig, error) {
 	var lc lockConfig
-	for _, o := range opts {
-		o(&lc)
+	if len(opts) > 0 {
+		lc = applyLockOptions(opts)
 	}
 	if lc.leaseSet && lc.lease < MinLease {
 		return lc, fmt.Errorf("%w: WithLease(%v) is below MinLease (%v)", ErrInvalidLease, lc.lease, MinLease)
@@ -158,4 +158,14 @@ func newLockConfig(opts []LockOption) (lockConfig, error) {
 		return lc, fmt.Errorf("%w: WaitAtMost(%v) must not be negative", ErrInvalidOption, lc.wait)
 	}
 	return lc, nil
+}
+
+// applyLockOptions is apart from newLockConfig so that a call with no
+// options allocates no config: the options get a pointer to it.
+func applyLockOptions(opts []LockOption) lockConfig {
+	lc := new(lockConfig)
+	for _, o := range opts {
+		o(lc)
+	}
+	return *lc
 }

@@ -77,7 +77,7 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	if lc.leaseSet {
 		a.lease = lc.lease
 	}
-	if via, ok := ctx.Value(handleKey{c, name}).(*Lock); ok {
+	if via := c.handleIn(ctx, name); via != nil {
 		a.via, a.owner = via, via.Owner()
 	} else if owner, ok := OwnerFrom(ctx); ok {
 		a.owner = owner
