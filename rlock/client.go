@@ -5,9 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,160 +109,6 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// clientKind reports whether rdb is a cluster client, or why it cannot be
-// used: a typed nil is as nil as an untyped one.
-func clientKind(rdb redis.UniversalClient) (cluster bool, err error) {
-	switch c := rdb.(type) {
-	case nil:
-		return false, ErrNilClient
-	case *redis.Client:
-		if c == nil {
-			return false, ErrNilClient
-		}
-		return false, nil
-	case *redis.ClusterClient:
-		if c == nil {
-			return false, ErrNilClient
-		}
-		return true, nil
-	case *redis.Ring:
-		if c == nil {
-			return false, ErrNilClient
-		}
-	}
-	return false, fmt.Errorf("%w: %T", ErrUnsupportedClient, rdb)
-}
-
-// countsExact reports whether the receiver count of a grant's PUBLISH (on
-// one server) or SPUBLISH (on a cluster shard's master) can tell whether
-// the waiter's client is alive: whether every connection that can receive
-// the grant is on the server that runs it. It cannot where a waiter's
-// subscription may be on a replica or a demoted master, which get the
-// master's messages by replication without being counted: a Sentinel
-// client, and a ClusterClient whose slots are not Redis Cluster's but a
-// map it is given (ClusterSlots; redis.NewFailoverClusterClient's is a
-// Sentinel master and its replicas, and may subscribe on a replica).
-func countsExact(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		return !isFailover(c.Options())
-	case *redis.ClusterClient:
-		return c.Options().ClusterSlots == nil
-	}
-	return false
-}
-
-// failoverAddr is the Addr go-redis gives the options of a Sentinel client
-// (redis.NewFailoverClient, or redis.NewUniversalClient with MasterName),
-// whose dialer asks the sentinels for the master.
-const failoverAddr = "FailoverClient"
-
-// isFailover reports whether o are a Sentinel client's options. go-redis
-// marks them only by their Addr; since that marker is not its API, any
-// Addr a TCP client could not dial counts too, so that a renamed marker
-// makes the client judge liveness by key (slower) rather than by count.
-func isFailover(o *redis.Options) bool {
-	if o.Addr == failoverAddr {
-		return true
-	}
-	if o.Network == "unix" {
-		return false
-	}
-	_, port, err := net.SplitHostPort(o.Addr)
-	if err != nil {
-		return true
-	}
-	_, err = strconv.ParseUint(port, 10, 16)
-	return err != nil
-}
-
-// renew is the watchdog's batch: one pipeline of renew scripts.
-func (c *Client) renew(ctx context.Context, batch []*hold) []error {
-	renewals := make([]reentrant.Renewal, len(batch))
-	for i, h := range batch {
-		renewals[i] = reentrant.Renewal{Keys: h.keys, Owner: h.key.owner, Token: h.token}
-	}
-	renewed, errs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
-	for i := range errs {
-		if errs[i] == nil && !renewed[i] {
-			errs[i] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, batch[i].keys.Name)
-		}
-	}
-	return errs
-}
-
-func isNotHeld(err error) bool { return errors.Is(err, watchdog.ErrNotHeld) }
-
-// reportLoss runs the lost handler, the observer and the log for a lost
-// lock.
-func (c *Client) reportLoss(name string, cause error) {
-	if c.cfg.onLost != nil {
-		c.cfg.onLost(name, cause)
-	}
-	if c.cfg.observer.Lost != nil {
-		c.cfg.observer.Lost(Loss{Name: name, Cause: cause})
-	}
-	if c.cfg.logger != nil {
-		c.cfg.logger.Warn("baton: lock lost", "lock", name, "cause", cause)
-	}
-}
-
-// ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether the lock was held. The hold it deleted, if this client
-// had it, is lost: its Contexts end with ErrLockLost. A hold taken after
-// the delete is left alone. Holders elsewhere find out at their next
-// renewal or Unlock.
-func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
-	if c.closed.Load() {
-		return false, ErrClosed
-	}
-	k, err := c.lockKeys(name)
-	if err != nil {
-		return false, err
-	}
-	deleted, err := k.ForceRelease(ctx, c.rdb)
-	if err != nil || deleted == 0 {
-		return false, err
-	}
-	for _, h := range c.holdsOf(func(h *hold) bool { return h.key.name == name && h.token <= deleted }) {
-		h.lose(lostError(name, "force-unlocked"))
-	}
-	return true, nil
-}
-
-// State is a snapshot of a lock, as Inspect reads it.
-type State struct {
-	// Holders maps owner ID to hold count; empty when the lock is free.
-	Holders map[string]int64
-	// TTL is the remaining lease; negative when the lock is free.
-	TTL time.Duration
-	// LastToken is the last fencing token handed out for this lock.
-	LastToken uint64
-}
-
-// Inspect reads a lock's holders, hold counts, remaining lease and last
-// fencing token, without changing it.
-func (c *Client) Inspect(ctx context.Context, name string) (State, error) {
-	k, err := c.lockKeys(name)
-	if err != nil {
-		return State{}, err
-	}
-	st, err := k.Inspect(ctx, c.rdb)
-	return State(st), err
-}
-
-// RenewalStats counts what the watchdog has done since New.
-type RenewalStats struct {
-	Ticks      uint64 // ticks of the renewal schedule (every watchdog lease/3)
-	RenewCalls uint64 // renewal pipelines sent
-	Renewed    uint64 // leases renewed
-	Failed     uint64 // renewals answered with a transient error, or not sent in time
-	Lost       uint64 // leases the watchdog found lost
-}
-
-// RenewalStats reports what the watchdog has done since New.
-func (c *Client) RenewalStats() RenewalStats { return RenewalStats(c.wd.Stats()) }
-
 // Close wakes every waiting Lock call with ErrClosed, stops the watchdog,
 // releases the locks this client still holds (best effort, bounded in time)
 // and ends their contexts with ErrClosed. It also waits for failed Lock
@@ -294,28 +137,6 @@ func (c *Client) Close() error {
 		c.cleanups.Wait()
 	})
 	return err
-}
-
-// holdsOf lists the holds in the table that match selects.
-func (c *Client) holdsOf(match func(*hold) bool) []*hold {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*hold
-	for _, h := range c.holds {
-		if match(h) {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-// forget removes an ended hold from the table.
-func (c *Client) forget(h *hold) {
-	c.mu.Lock()
-	if c.holds[h.key] == h {
-		delete(c.holds, h.key)
-	}
-	c.mu.Unlock()
 }
 
 // background runs f, which must end on its own soon, on a goroutine that
@@ -357,26 +178,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// requestTTL is how long a request's result must be remembered: longer than
-// the window in which go-redis may resend the call after timeouts.
-func requestTTL(rdb redis.UniversalClient) time.Duration {
-	var retries int
-	var read, write, backoff time.Duration
-	switch c := rdb.(type) {
-	case *redis.Client:
-		o := c.Options()
-		retries, read, write, backoff = o.MaxRetries, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
-	case *redis.ClusterClient:
-		o := c.Options()
-		retries, read, write, backoff = o.MaxRedirects+o.MaxRetries, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
-	default:
-		return reentrant.DefaultRequestTTL
-	}
-	perTry := max(read, 0) + max(write, 0) + max(backoff, 0)
-	if perTry == 0 {
-		perTry = 5 * time.Second // timeouts disabled: assume a generous network stall
-	}
-	return time.Duration(max(retries, 0))*perTry + time.Second
 }

@@ -1,0 +1,87 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+type ownerKey struct{}
+
+// WithOwner returns a ctx whose Lock calls act as owner: calls that share an
+// owner are one owner, and re-enter each other's locks at once, across
+// goroutines and processes. Use it for ownership you mean to share; to
+// re-enter a lock you hold, pass its Context() instead.
+func WithOwner(ctx context.Context, owner string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, owner)
+}
+
+// OwnerFrom returns the owner that WithOwner put in ctx, if any.
+func OwnerFrom(ctx context.Context) (string, bool) {
+	owner, ok := ctx.Value(ownerKey{}).(string)
+	return owner, ok && owner != ""
+}
+
+// innermostKey finds, in a ctx, the innermost handle of any lock.
+type innermostKey struct{}
+
+// handleIn finds, in ctx, the innermost handle of c's lock name: a Lock call
+// with ctx re-enters through it. It goes through the handles ctx carries,
+// innermost first, each found in the ctx its own Lock call was given: a
+// key of its own per lock would cost an allocation on every Lock.
+func (c *Client) handleIn(ctx context.Context, name string) *Lock {
+	l, _ := ctx.Value(innermostKey{}).(*Lock)
+	for l != nil && (l.hold.c != c || l.hold.key.name != name) {
+		l, _ = l.ctx.Context.Value(innermostKey{}).(*Lock)
+	}
+	return l
+}
+
+// FromContext returns the handle whose Context ctx is, or derives from: the
+// innermost one when locks are nested. Within Client.Do's function it gives
+// the Lock, for its Token.
+func FromContext(ctx context.Context) (*Lock, bool) {
+	l, ok := ctx.Value(innermostKey{}).(*Lock)
+	return l, ok
+}
+
+// errLeaseExpired ends the Context of a handle taken WithLease at its own
+// deadline, while the hold may live on through other handles.
+var errLeaseExpired = fmt.Errorf("%w: this handle's fixed lease ran out", ErrLockLost)
+
+// lockContext is a Lock's Context. It ends when the ctx given to Lock ends,
+// when this handle is unlocked, when its fixed lease runs out, or when the
+// hold is lost; and Err looks at the clock itself, so a holder that resumes
+// after a pause sees the end on its first look, before any timer fires.
+type lockContext struct {
+	context.Context           // cancelled at each end above
+	l               *Lock     // whose Context this is
+	deadline        time.Time // a fixed handle's own validity; zero if none
+}
+
+// Err returns the end, as context.Context requires, after making sure that
+// an end due by the clock has happened: Done is closed before Err returns
+// non-nil.
+func (c *lockContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	now := time.Now()
+	if c.l.hold.expired(now) {
+		return c.Context.Err()
+	}
+	if !c.deadline.IsZero() && !now.Before(c.deadline) {
+		c.l.cancel(errLeaseExpired)
+		return c.Context.Err()
+	}
+	return nil
+}
+
+// Value answers for the handle itself, so Lock calls with this Context (or
+// one derived from it) re-enter through it (see handleIn).
+func (c *lockContext) Value(key any) any {
+	if _, ok := key.(innermostKey); ok {
+		return c.l
+	}
+	return c.Context.Value(key)
+}

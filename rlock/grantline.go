@@ -1,0 +1,81 @@
+package rlock
+
+import (
+	"context"
+	"sync"
+
+	"github.com/batonlock/baton/notify"
+	"github.com/batonlock/baton/reentrant"
+)
+
+// grantLine keeps the client's grant channel subscribed for the client's
+// lifetime where one channel serves the grants of every lock (a single
+// node, or PUBLISH on a cluster): after the first wait, a wait costs no
+// SUBSCRIBE. With SPUBLISH the channel is per lock and lives as long as the
+// lock has waiters here.
+type grantLine struct {
+	perLock bool
+
+	mu   sync.Mutex           // guards kept
+	kept *notify.Subscription // the lifetime reference, once made
+}
+
+// ready reports whether a waiter can subscribe with no round trip.
+func (g *grantLine) ready() bool {
+	if g.perLock {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.kept != nil
+}
+
+// subscribe subscribes waiter w to its grant channel, returning once
+// Redis has confirmed the subscription.
+func (g *grantLine) subscribe(ctx context.Context, hub *notify.Hub, w reentrant.Waiter) (*notify.Subscription, error) {
+	if !g.perLock {
+		if err := g.keep(ctx, hub, w.Channel); err != nil {
+			return nil, err
+		}
+	}
+	return hub.Subscribe(ctx, w.Channel, w.ID)
+}
+
+func (g *grantLine) keep(ctx context.Context, hub *notify.Hub, channel string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.kept != nil {
+		return nil
+	}
+	sub, err := hub.Subscribe(ctx, channel, "")
+	if err == nil {
+		g.kept = sub // closed with the hub
+	}
+	return err
+}
+
+// unclaimedGrant is the hub's Unclaimed handler: a grant reached this
+// client for a waiter that has gone. Unless the waiter took the hold all
+// the same (a look found it before the message came), the grant is passed
+// on.
+func (c *Client) unclaimedGrant(_, msg string) {
+	g, err := reentrant.ParseGrant(msg)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	h := c.holds[holdKey{g.Lock, g.Owner}]
+	c.mu.Unlock()
+	if h != nil && h.token == g.Token {
+		return
+	}
+	keys, err := c.lockKeys(g.Lock)
+	if err != nil {
+		return
+	}
+	c.background(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+		defer cancel()
+		_, _ = keys.Release(ctx, c.rdb, g.Owner, g.Token, newRequestID())
+	})
+}
