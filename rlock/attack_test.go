@@ -21,7 +21,8 @@ import (
 // Unlock may get a cancelled ctx, and the clients' connections, pub/sub
 // ones included, are killed over and over. Owners never overlap, no hold
 // is lost, every handle's Context has ended once its Unlock returned, and
-// in the end neither client's table has a hold and the lock is free.
+// in the end neither client's table has a hold, nor its watchdog a lease,
+// and the lock is free.
 func TestHoldChurnUnderAttack(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
@@ -53,8 +54,9 @@ func TestHoldChurnUnderAttack(t *testing.T) {
 	require.EqualValues(t, 1, most.Load(), "two owners held the lock at once")
 	require.Eventually(t, func() bool {
 		return len(clients[0].holdsOf(everyHold))+len(clients[1].holdsOf(everyHold)) == 0 &&
+			clients[0].wd.Len()+clients[1].wd.Len() == 0 &&
 			rdb.Exists(ctx, lockKey("churn")).Val() == 0
-	}, 5*time.Second, 10*time.Millisecond, "a hold outlived its last Unlock")
+	}, 5*time.Second, 10*time.Millisecond, "a hold, or its renewal, outlived its last Unlock")
 }
 
 func everyHold(*hold) bool { return true }
