@@ -10,17 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/notify"
 	"github.com/batonlock/baton/reentrant"
-)
-
-const (
-	// undoTimeout bounds the clean-up after an acquire whose outcome is
-	// unknown.
-	undoTimeout = time.Second
-	// unknownTTLWait bounds a wait when Redis reports no expiry on the
-	// holder's key (someone PERSISTed it): a safety net, not a poll.
-	unknownTTLWait = time.Second
 )
 
 // Lock takes the named lock, waiting as long as ctx allows (or WaitAtMost,
@@ -43,17 +33,33 @@ func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (
 	return c.observed(c.obtain(ctx, name, opts, false))
 }
 
-// attempt is one Lock or TryLock call.
+// obtain is Lock (blocking) and TryLock on the plain lock called name.
+func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blocking bool) (*handle, error) {
+	if c.table.closed.Load() {
+		return nil, ErrClosed
+	}
+	lc, err := newLockConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.lockResource(name)
+	if err != nil {
+		return nil, err
+	}
+	return c.newAttempt(ctx, res, lc).run(blocking)
+}
+
+// attempt is one call that acquires a resource: Lock or TryLock today.
 type attempt struct {
 	c     *Client
 	ctx   context.Context // the caller's
-	keys  reentrant.Keys
+	res   resource
 	owner string
 	// newOwner: the owner was made for this call, not taken from ctx.
 	newOwner bool
 	// via is the handle this call re-enters through, when ctx carries one
-	// of this lock from this client; nil otherwise.
-	via   *Lock
+	// of this resource from this client; nil otherwise.
+	via   *handle
 	lease time.Duration
 	cfg   lockConfig
 	// queuedAt is when an acquire last found this call queued, which is a
@@ -61,29 +67,28 @@ type attempt struct {
 	queuedAt time.Time
 }
 
-func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blocking bool) (*Lock, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
-	lc, err := newLockConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := c.lockKeys(name)
-	if err != nil {
-		return nil, err
-	}
-	a := &attempt{c: c, ctx: ctx, keys: keys, lease: c.cfg.watchdogLease, cfg: lc}
+// newAttempt prepares a call on res with ctx and lc. Its owner is that of
+// the handle of res ctx carries, if any (the call re-enters through it),
+// else WithOwner's, else one made for the call.
+func (c *Client) newAttempt(ctx context.Context, res resource, lc lockConfig) *attempt {
+	a := &attempt{c: c, ctx: ctx, res: res, lease: c.cfg.watchdogLease, cfg: lc}
 	if lc.leaseSet {
 		a.lease = lc.lease
 	}
-	if via := c.handleIn(ctx, name); via != nil {
-		a.via, a.owner = via, via.Owner()
+	if via := c.handleIn(ctx, res.id()); via != nil {
+		a.via, a.owner = via, via.hold.owner
 	} else if owner, ok := OwnerFrom(ctx); ok {
 		a.owner = owner
 	} else {
 		a.owner, a.newOwner = c.newOwner(), true
 	}
+	return a
+}
+
+// run makes the attempt: a re-entry through a.via, or an acquire that,
+// if blocking or given WaitAtMost, waits for the resource (see wait).
+func (a *attempt) run(blocking bool) (*handle, error) {
+	ctx := a.ctx
 	if err := ctx.Err(); err != nil {
 		return nil, a.notObtained(err)
 	}
@@ -92,35 +97,37 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	}
 	// The uncontended path is this one script call. Once the client's
 	// grant channel is subscribed for good, a call that may wait is already
-	// a waiter in it, and queues in the same call if the lock is held.
-	var q *queued
-	if blocking || lc.waitIsSet {
-		if q, err = a.join(ctx, false); err != nil {
+	// a waiter in it, and queues in the same call if the resource is held.
+	var s *subscribed
+	waits := blocking || a.cfg.waitIsSet
+	if waits {
+		var err error
+		if s, err = a.subscribe(ctx, false); err != nil {
 			return nil, a.waitError(err)
 		}
 	}
-	l, ttl, err := a.try(ctx, q.waiter())
+	l, ttl, err := a.try(ctx, s.waiter())
 	if l != nil || err != nil {
-		q.close()
+		s.close()
 		return l, err
 	}
-	if q == nil && !blocking && !lc.waitIsSet {
+	if !waits {
 		return nil, a.notObtained(nil)
 	}
 	waitCtx := ctx
-	if lc.waitIsSet {
+	if a.cfg.waitIsSet {
 		var cancel context.CancelFunc
-		waitCtx, cancel = context.WithTimeout(ctx, lc.wait)
+		waitCtx, cancel = context.WithTimeout(ctx, a.cfg.wait)
 		defer cancel()
 	}
-	return a.observeWait(func() (*Lock, error) { return a.wait(waitCtx, q, ttl) })
+	return a.observeWait(func() (*handle, error) { return a.wait(waitCtx, s, ttl) })
 }
 
 // reenter re-enters the hold of a.via, once no other re-entry through a.via
 // is held: goroutines forked from one Context take turns. The turn is
 // local; the re-entry itself is one script call that acts only on a.via's
 // hold, by token.
-func (a *attempt) reenter(ctx context.Context) (*Lock, error) {
+func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 	h := a.via.hold
 	if err := h.takeTurn(ctx, a.via); err != nil {
 		return nil, a.notObtained(err)
@@ -131,35 +138,36 @@ func (a *attempt) reenter(ctx context.Context) (*Lock, error) {
 	}
 	id := newRequestID()
 	sent := time.Now()
-	res, err := a.keys.Acquire(ctx, a.c.rdb, a.owner, id, a.lease, h.token, reentrant.Waiter{})
+	res, err := a.acquireAs(ctx, id, h.token, reentrant.Waiter{})
 	switch {
 	case err != nil:
 		h.giveTurnBack(a.via)
 		return nil, a.failed(ctx, err, id, reentrant.Waiter{})
 	case res.HoldGone:
 		h.giveTurnBack(a.via)
-		h.lose(lostError(h.key.name, "re-entry found it not held"))
-		return nil, a.notObtained(h.ended())
+		h.cutOff(h.lost("re-entry found it not held"))
+		return nil, a.notObtained(h.endCause())
 	}
 	l := newHandle(h, a.ctx, a.via, a.cfg, sent, Reentered)
 	if err := h.join(l, sent, a.lease); err != nil {
 		// The hold ended since the turn was taken: give the count back.
 		h.giveTurnBack(a.via)
 		l.cancel(err)
-		a.c.background(func() { a.release(a.owner, res.Token) })
+		a.c.background.run(func() { a.release(a.owner, res.Token) })
 		return nil, a.notObtained(err)
 	}
 	return l, nil
 }
 
-// try runs one acquire, as waiter w if w has an ID: then a held lock queues
-// the call, and a free one with a queue goes to its head. It returns the
-// held lock, or the holder's remaining lease when another owner holds it.
-// A hold the acquire only reports (one granted to w meanwhile) is valid from
-// a.queuedAt, not from this send. A grant whose validity has already passed
-// when its reply arrives is no lock: it is given back, and try reports the
-// lock as held for no time, so a wait goes on at once.
-func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*Lock, time.Duration, error) {
+// try runs one acquire, as waiter w if w has an ID: then a held resource
+// queues the call, and a free one with a queue goes to its head. It
+// returns the handle, or the holder's remaining lease when another owner
+// holds the resource. A hold the acquire only reports (one granted to w
+// meanwhile) is valid from a.queuedAt, not from this send. A grant whose
+// validity has already passed when its reply arrives is no handle: it is
+// given back, and try reports the resource as held for no time, so a wait
+// goes on at once.
+func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Duration, error) {
 	var id string
 	if !a.newOwner { // a new owner's acquire replays without one
 		id = newRequestID()
@@ -182,13 +190,16 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*Lock, time.Dura
 	case res.HoldCount > 1:
 		kind = Reentered // an owner shared with WithOwner held it already
 	}
-	return a.hold(ctx, res.Token, sent, a.lease, kind)
+	return a.claim(ctx, res.Token, sent, a.lease, kind)
 }
 
-// hold turns a grant of token into a handle: Redis keeps the grant for at
-// least lease from sent. A grant whose validity has passed before it
-// became a handle is given back, at once, and reported as held for no time.
-func (a *attempt) hold(ctx context.Context, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*Lock, time.Duration, error) {
+// claim turns an acquired hold of token, which Redis keeps for at least
+// lease from sent, into this call's handle (see adopt). A grant whose
+// validity has passed before it became a handle is given back at once, and
+// one this client holds a newer hold of the owner for is given back in
+// the background: for both, claim reports the resource as held for no
+// time, so a wait goes on at once.
+func (a *attempt) claim(ctx context.Context, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, time.Duration, error) {
 	l, err := a.c.adopt(a, token, sent, lease, kind)
 	switch {
 	case err == nil:
@@ -198,7 +209,7 @@ func (a *attempt) hold(ctx context.Context, token uint64, sent time.Time, lease 
 		return nil, 0, nil
 	}
 	owner := a.owner
-	a.c.background(func() { a.release(owner, token) })
+	a.c.background.run(func() { a.release(owner, token) })
 	if errors.Is(err, errStaleGrant) {
 		return nil, 0, nil
 	}
@@ -215,60 +226,21 @@ var (
 	errDeadGrant = errors.New("rlock: grant's validity passed")
 )
 
-// failed handles an acquire that returned err: it may have run, so giving
-// it back happens in the background, and the caller's ctx bounds the call,
-// not the clean-up, which may wait for an unreachable Redis.
-func (a *attempt) failed(ctx context.Context, err error, requestID string, w reentrant.Waiter) error {
-	if !isServerReply(err) {
-		a.c.background(func() {
-			a.leave(w)
-			a.undo(requestID)
-		})
-	}
-	if ctx.Err() != nil {
-		return a.waitError(ctx.Err())
-	}
-	return err
-}
-
-// undo gives back an acquire whose reply was lost: it may or may not have
-// run. Replaying the same request ID tells which, and holds it either way;
-// one release then restores the count from before the call. If Redis stays
-// unreachable the lease frees the lock instead.
-func (a *attempt) undo(requestID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
-	var token uint64
-	if a.via != nil {
-		token = a.via.hold.token
-	}
-	res, err := a.acquireAs(ctx, requestID, token, reentrant.Waiter{})
-	if err == nil && res.Acquired {
-		_, _ = a.keys.Release(ctx, a.c.rdb, a.owner, res.Token, newRequestID())
-	}
-}
-
-// release gives back one count of owner's hold of token, bounded in time.
-func (a *attempt) release(owner string, token uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
-	_, _ = a.keys.Release(ctx, a.c.rdb, owner, token, newRequestID())
-}
-
 // acquireAs runs the acquire script once, re-entering the hold of token if
 // not 0, as waiter w if w has an ID. A new owner needs no request ID: any
 // hold it has is this call's own.
 func (a *attempt) acquireAs(ctx context.Context, requestID string, token uint64, w reentrant.Waiter) (reentrant.AcquireResult, error) {
-	if a.newOwner {
-		return a.keys.AcquireNew(ctx, a.c.rdb, a.owner, a.lease, w)
-	}
-	return a.keys.Acquire(ctx, a.c.rdb, a.owner, requestID, a.lease, token, w)
+	return a.res.acquire(ctx, acquireCall{owner: a.owner, newOwner: a.newOwner, requestID: requestID,
+		lease: a.lease, token: token, waiter: w})
 }
 
-// waitError maps an error from the hub to the caller's terms.
+// waitError is err, from the hub or the caller's ctx, in the caller's
+// terms: ErrClosed, or ErrNotObtained when the call's ctx or WaitAtMost
+// ended the wait.
 func (a *attempt) waitError(err error) error {
+	err = lower(err)
 	switch {
-	case errors.Is(err, notify.ErrClosed):
+	case errors.Is(err, ErrClosed):
 		return ErrClosed
 	case a.ctx.Err() != nil:
 		return a.notObtained(a.ctx.Err())
@@ -278,14 +250,18 @@ func (a *attempt) waitError(err error) error {
 	return err
 }
 
+// notObtained is ErrNotObtained for this call: with ctxErr when the call's
+// ctx ended it, else for WaitAtMost running out or TryLock finding the
+// resource held.
 func (a *attempt) notObtained(ctxErr error) error {
+	name := a.res.name()
 	switch {
 	case ctxErr != nil:
-		return fmt.Errorf("%w: %q: %w", ErrNotObtained, a.keys.Name, ctxErr)
+		return fmt.Errorf("%w: %q: %w", ErrNotObtained, name, ctxErr)
 	case a.cfg.waitIsSet:
-		return fmt.Errorf("%w: %q still held after %v", ErrNotObtained, a.keys.Name, a.cfg.wait)
+		return fmt.Errorf("%w: %q still held after %v", ErrNotObtained, name, a.cfg.wait)
 	}
-	return fmt.Errorf("%w: %q is held", ErrNotObtained, a.keys.Name)
+	return fmt.Errorf("%w: %q is held", ErrNotObtained, name)
 }
 
 // isServerReply reports whether err is an error reply from Redis, which
@@ -296,5 +272,5 @@ func isServerReply(err error) bool {
 }
 
 // newRequestID names one script call for replay. It only has to be unique
-// among one lock's requests within the request TTL.
+// among one resource's requests within the request TTL.
 func newRequestID() string { return strconv.FormatUint(rand.Uint64(), 36) }

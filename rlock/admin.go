@@ -11,24 +11,31 @@ import (
 // the delete is left alone. Holders elsewhere find out at their next
 // renewal or Unlock.
 func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
-	if c.closed.Load() {
+	if c.table.closed.Load() {
 		return false, ErrClosed
 	}
-	k, err := c.lockKeys(name)
+	p, err := c.lockResource(name)
 	if err != nil {
 		return false, err
 	}
-	deleted, err := k.ForceRelease(ctx, c.rdb)
+	deleted, err := p.keys.ForceRelease(ctx, c.rdb)
 	if err != nil || deleted == 0 {
 		return false, err
 	}
-	for _, h := range c.holdsOf(func(h *hold) bool { return h.key.name == name && h.token <= deleted }) {
-		h.lose(lostError(name, "force-unlocked"))
+	id := p.id()
+	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id && h.token <= deleted }) {
+		h.cutOff(h.lost("force-unlocked"))
 	}
 	return true, nil
 }
 
 // State is a snapshot of a lock, as Inspect reads it.
+//
+// It is rlock's own type rather than reentrant.State, the inspect script's
+// result, which it converts from: rlock is the API, and reentrant a
+// building block that may change before v1. The conversion compiles only
+// while the two have the same fields, so a change below cannot change
+// this API unnoticed.
 type State struct {
 	// Holders maps owner ID to hold count; empty when the lock is free.
 	Holders map[string]int64
@@ -41,10 +48,10 @@ type State struct {
 // Inspect reads a lock's holders, hold counts, remaining lease and last
 // fencing token, without changing it.
 func (c *Client) Inspect(ctx context.Context, name string) (State, error) {
-	k, err := c.lockKeys(name)
+	p, err := c.lockResource(name)
 	if err != nil {
 		return State{}, err
 	}
-	st, err := k.Inspect(ctx, c.rdb)
+	st, err := p.keys.Inspect(ctx, c.rdb)
 	return State(st), err
 }

@@ -53,7 +53,7 @@ func TestHoldChurnUnderAttack(t *testing.T) {
 	attacker.Wait()
 	require.EqualValues(t, 1, most.Load(), "two owners held the lock at once")
 	require.Eventually(t, func() bool {
-		return len(clients[0].holdsOf(everyHold))+len(clients[1].holdsOf(everyHold)) == 0 &&
+		return len(clients[0].table.holdsOf(everyHold))+len(clients[1].table.holdsOf(everyHold)) == 0 &&
 			clients[0].wd.Len()+clients[1].wd.Len() == 0 &&
 			rdb.Exists(ctx, lockKey("churn")).Val() == 0
 	}, 5*time.Second, 10*time.Millisecond, "a hold, or its renewal, outlived its last Unlock")

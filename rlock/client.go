@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,13 +32,9 @@ type Client struct {
 	grants grantLine // the grant subscription of the client's waiters
 	wd     *watchdog.Scheduler[*hold]
 
-	closed    atomic.Bool
-	closeOnce sync.Once
-
-	mu    sync.Mutex // guards holds; taken before no other lock
-	holds map[holdKey]*hold
-
-	cleanups sync.WaitGroup // background clean-ups; Close waits for them
+	table      holdTable // the holds this client has
+	background cleanups  // clean-ups of failed calls; Close waits for them
+	closeOnce  sync.Once
 
 	// afterFirstAttempt, when set by tests, runs between the first failed
 	// acquire and the subscribe of the wait loop.
@@ -85,7 +80,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if sharded {
 		mode = notify.Sharded
 	}
-	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), grants: grantLine{perLock: sharded}, holds: map[holdKey]*hold{}}
+	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), grants: grantLine{perLock: sharded}}
 	hub, err := notify.New(rdb, notify.Options{Mode: mode, Unclaimed: c.unclaimedGrant})
 	if err != nil {
 		return nil, lower(err)
@@ -96,7 +91,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		Margin:    driftMargin(cfg.watchdogLease),
 		BatchSize: cfg.renewBatchSize,
 		Renew:     c.renew,
-		OnRenewed: (*hold).extend,
+		OnRenewed: extendHold,
 	}
 	if cfg.observer.Renewed != nil {
 		wdc.OnRound = c.renewalRound
@@ -117,48 +112,23 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closed.Store(true) // under mu: no hold joins the table after this
-		c.mu.Unlock()
+		holds := c.table.close() // no hold joins the table after this
+		c.background.stop()
 		err = lower(c.hub.Close())
-		var held []*Lock
-		for _, h := range c.holdsOf(func(*hold) bool { return true }) {
-			held = append(held, h.close()...)
+		var held []*handle
+		for _, h := range holds {
+			held = append(held, h.cutOff(ErrClosed)...)
 		}
-		err = errors.Join(err, c.wd.Close())
+		err = errors.Join(err, lower(c.wd.Close()))
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		for _, l := range held {
 			h := l.hold
-			_, _ = h.keys.Release(ctx, c.rdb, h.key.owner, h.token, l.unlockReq)
+			_, _ = h.res.release(ctx, h.owner, h.token, l.unlockReq)
 		}
-		// closed was set under mu, so no clean-up starts after this Wait
-		// begins (see background).
-		c.cleanups.Wait()
+		c.background.wait()
 	})
 	return err
-}
-
-// background runs f, which must end on its own soon, on a goroutine that
-// Close waits for. Once Close has begun, f runs inline instead.
-func (c *Client) background(f func()) {
-	c.mu.Lock()
-	if c.closed.Load() {
-		c.mu.Unlock()
-		f()
-		return
-	}
-	c.cleanups.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.cleanups.Done()
-		f()
-	}()
-}
-
-func (c *Client) lockKeys(name string) (reentrant.Keys, error) {
-	k, err := c.ns.Keys(name)
-	return k, lower(err)
 }
 
 // newOwner makes an owner ID no other call shares: the client's ID and 128

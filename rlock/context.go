@@ -22,17 +22,18 @@ func OwnerFrom(ctx context.Context) (string, bool) {
 	return owner, ok && owner != ""
 }
 
-// innermostKey finds, in a ctx, the innermost handle of any lock.
+// innermostKey finds, in a ctx, the innermost handle of any resource.
 type innermostKey struct{}
 
-// handleIn finds, in ctx, the innermost handle of c's lock name: a Lock call
-// with ctx re-enters through it. It goes through the handles ctx carries,
-// innermost first, each found in the ctx its own Lock call was given: a
-// key of its own per lock would cost an allocation on every Lock.
-func (c *Client) handleIn(ctx context.Context, name string) *Lock {
-	l, _ := ctx.Value(innermostKey{}).(*Lock)
-	for l != nil && (l.hold.c != c || l.hold.key.name != name) {
-		l, _ = l.ctx.Context.Value(innermostKey{}).(*Lock)
+// handleIn finds, in ctx, the innermost handle of c's hold on resource
+// face id: a call with ctx re-enters through it. It goes through the
+// handles ctx carries, innermost first, each found in the ctx its own
+// acquire was given: a key of its own per resource would cost an
+// allocation on every Lock.
+func (c *Client) handleIn(ctx context.Context, id resourceID) *handle {
+	l, _ := ctx.Value(innermostKey{}).(*handle)
+	for l != nil && (l.hold.c != c || l.hold.res.id() != id) {
+		l, _ = l.ctx.Context.Value(innermostKey{}).(*handle)
 	}
 	return l
 }
@@ -41,33 +42,35 @@ func (c *Client) handleIn(ctx context.Context, name string) *Lock {
 // innermost one when locks are nested. Within Client.Do's function it gives
 // the Lock, for its Token.
 func FromContext(ctx context.Context) (*Lock, bool) {
-	l, ok := ctx.Value(innermostKey{}).(*Lock)
-	return l, ok
+	l, ok := ctx.Value(innermostKey{}).(*handle)
+	return (*Lock)(l), ok
 }
 
 // errLeaseExpired ends the Context of a handle taken WithLease at its own
 // deadline, while the hold may live on through other handles.
 var errLeaseExpired = fmt.Errorf("%w: this handle's fixed lease ran out", ErrLockLost)
 
-// lockContext is a Lock's Context. It ends when the ctx given to Lock ends,
-// when this handle is unlocked, when its fixed lease runs out, or when the
-// hold is lost; and Err looks at the clock itself, so a holder that resumes
-// after a pause sees the end on its first look, before any timer fires.
-type lockContext struct {
+// handleContext is a handle's Context. It ends when the ctx given to the
+// acquire ends, when this handle is unlocked, when its fixed lease runs
+// out, or when the hold is lost; and Err looks at the clock itself, so a
+// holder that resumes after a pause sees the end on its first look, before
+// any timer fires.
+type handleContext struct {
 	context.Context           // cancelled at each end above
-	l               *Lock     // whose Context this is
+	l               *handle   // whose Context this is
 	deadline        time.Time // a fixed handle's own validity; zero if none
 }
 
 // Err returns the end, as context.Context requires, after making sure that
 // an end due by the clock has happened: Done is closed before Err returns
 // non-nil.
-func (c *lockContext) Err() error {
+func (c *handleContext) Err() error {
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
 	now := time.Now()
-	if c.l.hold.expired(now) {
+	if h := c.l.hold; h.validity.passed(now) {
+		h.cutOff(h.causeAtValidity())
 		return c.Context.Err()
 	}
 	if !c.deadline.IsZero() && !now.Before(c.deadline) {
@@ -77,9 +80,9 @@ func (c *lockContext) Err() error {
 	return nil
 }
 
-// Value answers for the handle itself, so Lock calls with this Context (or
-// one derived from it) re-enter through it (see handleIn).
-func (c *lockContext) Value(key any) any {
+// Value answers for the handle itself, so calls with this Context (or one
+// derived from it) re-enter through it (see handleIn).
+func (c *handleContext) Value(key any) any {
 	if _, ok := key.(innermostKey); ok {
 		return c.l
 	}

@@ -128,8 +128,8 @@ func TestObserverSeesEveryEvent(t *testing.T) {
 func TestNoObserverCostsNoAllocation(t *testing.T) {
 	c := &Client{}
 	a := &attempt{c: c}
-	l := &Lock{}
-	wait := func() (*Lock, error) { return l, nil }
+	l := &handle{}
+	wait := func() (*handle, error) { return l, nil }
 	require.Zero(t, testing.AllocsPerRun(100, func() {
 		_, _ = c.observed(l, nil)
 		_, _ = a.observeWait(wait)

@@ -5,6 +5,66 @@ import (
 	"errors"
 )
 
+// errReleased is the end cause of a hold whose handles have all begun to
+// unlock: the last one's release was confirmed, or the lease ran out on
+// a hold being given up. It never leaves the hold: each unlocked handle's
+// Context ends with context.Canceled, finishHandle answers nil for it, and
+// endCause turns it into ErrNotHeld.
+var errReleased = errors.New("rlock: released")
+
+// lost is the cause of a loss of the hold: what says how it was found out.
+func (h *hold) lost(what string) error { return lostError(h.res.name(), what) }
+
+// cutOff decides that the hold ends now with cause, whatever its handles:
+// it is lost (a cause matching ErrLockLost), its client closes
+// (ErrClosed), or its validity passed once every handle had begun to
+// unlock (errReleased). It closes the hold's handle set with cause, ends
+// the hold, and returns the handles it cut off, still held until then.
+// If another end came first, it returns none, once that end is complete:
+// either way, every handle's Context has ended when it returns, so a
+// Context's Err never reports an end whose Done is still open.
+func (h *hold) cutOff(cause error) []*handle {
+	cut, closed := h.handles.close(cause)
+	if !closed {
+		<-h.done
+		return nil
+	}
+	h.end(cause, cut)
+	return cut
+}
+
+// end is the one path by which every hold ends, once its handle set has
+// been closed with cause: by cutOff, or by its last handle's leave
+// (errReleased). cut are the handles still in the set then. It stops the
+// renewal, wakes the re-entries waiting for a turn, ends the Contexts of
+// the cut handles, stops the validity timer, takes the hold out of its
+// client's table and lets every waiting cutOff return. It runs no user
+// code until then, so a cutOff may wait for it. Last, for a loss, it runs
+// the lost handler, the observer and the log: once per hold, right after
+// its Contexts have ended.
+func (h *hold) end(cause error, cut []*handle) {
+	h.renewal.stop()
+	h.turns.wake()
+	handleCause := cause
+	if cause == errReleased {
+		handleCause = context.Canceled // handles still unlocking: their Unlock was the end
+	}
+	for _, l := range cut {
+		l.cancel(handleCause)
+	}
+	h.validity.stop()
+	h.c.table.remove(h)
+	close(h.done)
+	if errors.Is(cause, ErrLockLost) {
+		h.c.reportLoss(h.res.name(), cause)
+	}
+}
+
+// endCause is why the hold ended, as a call that needs the hold sees it
+// (a hold whose handles have all begun to unlock is not held: ErrNotHeld),
+// or nil while the hold lasts.
+func (h *hold) endCause() error { return h.handles.endCause() }
+
 // reportLoss runs the lost handler, the observer and the log for a lost
 // lock.
 func (c *Client) reportLoss(name string, cause error) {
@@ -17,87 +77,4 @@ func (c *Client) reportLoss(name string, cause error) {
 	if c.cfg.logger != nil {
 		c.cfg.logger.Warn("baton: lock lost", "lock", name, "cause", cause)
 	}
-}
-
-// errReleased ends a hold whose handles have all unlocked. It never leaves
-// the hold: each unlocked handle's Context ends with context.Canceled,
-// finish answers nil for it, and endLocked turns it into ErrNotHeld.
-var errReleased = errors.New("rlock: released")
-
-// lose ends the hold because the lock was taken away. The lost handler and
-// the log run once per hold, right after its contexts have ended.
-func (h *hold) lose(cause error) {
-	if h.endWith(cause) {
-		h.c.reportLoss(h.key.name, cause)
-	}
-}
-
-// close ends the hold because its client is closing, and returns the
-// handles still held, for Close to release.
-func (h *hold) close() []*Lock {
-	h.mu.Lock()
-	held := h.handles.all()
-	h.mu.Unlock()
-	if !h.endWith(ErrClosed) {
-		return nil // ended by a loss or its last Unlock meanwhile
-	}
-	return held
-}
-
-// endWith ends the hold with cause, unless it has already ended, and
-// reports whether this call ended it. Either way, every handle's Context
-// has ended when it returns: a Context's Err never reports an end whose
-// Done is still open. It runs no user code, so it may wait for another
-// goroutine's end to complete.
-func (h *hold) endWith(cause error) bool {
-	h.mu.Lock()
-	if h.end != nil {
-		h.mu.Unlock()
-		<-h.retired
-		return false
-	}
-	h.end = cause
-	stop := h.lease
-	h.lease = nil
-	handles := h.handles.all()
-	h.passTurnLocked()
-	h.mu.Unlock()
-	if stop != nil {
-		stop.Stop()
-	}
-	handleCause := cause
-	if cause == errReleased {
-		handleCause = context.Canceled // handles still unlocking: their Unlock was the end
-	}
-	for _, l := range handles {
-		l.cancel(handleCause)
-	}
-	h.retire()
-	return true
-}
-
-// retire completes the end of a hold: it stops its timer, removes it from
-// its client's table, and lets every other caller of endWith return.
-func (h *hold) retire() {
-	h.expiry.Stop()
-	h.c.forget(h)
-	close(h.retired)
-}
-
-// ended reports why the hold ended, as endLocked does, or nil while it
-// lasts.
-func (h *hold) ended() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.endLocked()
-}
-
-// endLocked is why the hold ended, as a call that needs the hold sees it:
-// a hold whose handles have all begun to unlock is not held (ErrNotHeld).
-// It is nil while the hold lasts. h.mu is held.
-func (h *hold) endLocked() error {
-	if h.end == errReleased {
-		return ErrNotHeld
-	}
-	return h.end
 }

@@ -25,7 +25,7 @@ import (
 func TestTimerOfAPassedHoldFindsItBuilt(t *testing.T) {
 	const lease = time.Second
 	var losses atomic.Int32
-	c := &Client{holds: map[holdKey]*hold{}}
+	c := &Client{}
 	c.cfg.onLost = func(string, error) { losses.Add(1) }
 	keys, err := reentrant.Namespace{}.Keys("passed")
 	require.NoError(t, err)
@@ -34,9 +34,9 @@ func TestTimerOfAPassedHoldFindsItBuilt(t *testing.T) {
 		if i%2 == 0 {
 			sent = time.Now().Add(driftMargin(lease) - lease) // valid until now
 		}
-		h := c.newHold(keys, "owner", uint64(i+1), sent, lease)
+		h := c.newHold(&plainLock{keys: keys}, "owner", uint64(i+1), sent, lease)
 		select {
-		case <-h.retired:
+		case <-h.done:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("hold %d: its timer never ended it", i)
 		}

@@ -57,25 +57,22 @@ func (g *grantLine) keep(ctx context.Context, hub *notify.Hub, channel string) e
 // unclaimedGrant is the hub's Unclaimed handler: a grant reached this
 // client for a waiter that has gone. Unless the waiter took the hold all
 // the same (a look found it before the message came), the grant is passed
-// on.
+// on: a release of the granted hold, in the background.
 func (c *Client) unclaimedGrant(_, msg string) {
 	g, err := reentrant.ParseGrant(msg)
 	if err != nil {
 		return
 	}
-	c.mu.Lock()
-	h := c.holds[holdKey{g.Lock, g.Owner}]
-	c.mu.Unlock()
-	if h != nil && h.token == g.Token {
-		return
-	}
-	keys, err := c.lockKeys(g.Lock)
+	res, err := c.lockResource(g.Lock)
 	if err != nil {
 		return
 	}
-	c.background(func() {
+	if h := c.table.get(holdKey{res.id(), g.Owner}); h != nil && h.token == g.Token {
+		return
+	}
+	c.background.run(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 		defer cancel()
-		_, _ = keys.Release(ctx, c.rdb, g.Owner, g.Token, newRequestID())
+		_, _ = res.release(ctx, g.Owner, g.Token, newRequestID())
 	})
 }

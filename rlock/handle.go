@@ -14,38 +14,34 @@ import (
 // request does not leak the lock.
 const unlockTimeout = 5 * time.Second
 
-// Lock is one hold of a named lock, returned by Client.Lock and TryLock. Each
-// successful call returns its own Lock, to be unlocked once; nested calls by
-// the same owner raise the hold count, and the lock is free again when every
-// one of them has unlocked. A Lock is safe for concurrent use. It is a thin
-// handle: the hold it belongs to owns the lease, the renewal and the end.
-type Lock struct {
+// handle is what one successful acquire returns, whatever the resource:
+// its Context, its part in the hold and its unlock. It is a thin view of
+// its hold, which owns the lease, the renewal and the end. A Lock is a
+// handle under the lock's names for its methods.
+type handle struct {
 	hold   *hold
-	parent *Lock // the handle whose Context this one re-entered through
-	fixed  bool  // taken WithLease: never renewed
+	parent *handle // the handle whose Context this one re-entered through
+	fixed  bool    // taken WithLease: never renewed
 	kind   AcquireKind
-	ctx    lockContext // its Context, part of the handle: one allocation fewer
+	ctx    handleContext // its Context, part of the handle: one allocation fewer
 	cancel func(cause error)
 
 	unlockMu  sync.Mutex // one Unlock attempt at a time
 	unlockReq string     // one request ID for every attempt, so a retry replays
 
-	// Guarded by hold.mu.
-	children   int   // re-entries through this handle's Context, held or being taken
-	unlocking  bool  // Unlock has been called; no longer renewed
-	finished   bool  // released, or its hold ended
-	prev, next *Lock // in the hold's handles, until finished
+	member    membership // its place in hold.handles, which owns it
+	turnTaken bool       // a re-entry through its Context is held or being taken; owned by hold.turns
 }
 
 // newHandle makes the handle of an acquire sent at sent, whose Context
 // derives from parent.
-func newHandle(h *hold, parent context.Context, via *Lock, lc lockConfig, sent time.Time, kind AcquireKind) *Lock {
-	l := &Lock{hold: h, parent: via, fixed: lc.leaseSet, kind: kind, unlockReq: newRequestID()}
+func newHandle(h *hold, parent context.Context, via *handle, lc lockConfig, sent time.Time, kind AcquireKind) *handle {
+	l := &handle{hold: h, parent: via, fixed: lc.leaseSet, kind: kind, unlockReq: newRequestID()}
 	inner, cancel := context.WithCancelCause(parent)
-	l.ctx = lockContext{Context: inner, l: l}
+	l.ctx = handleContext{Context: inner, l: l}
 	l.cancel = cancel
 	if lc.leaseSet {
-		l.ctx.deadline = validity(sent, lc.lease)
+		l.ctx.deadline = validUntil(sent, lc.lease)
 		deadlined, stop := context.WithDeadlineCause(inner, l.ctx.deadline, errLeaseExpired)
 		l.ctx.Context = deadlined
 		l.cancel = func(cause error) {
@@ -56,8 +52,67 @@ func newHandle(h *hold, parent context.Context, via *Lock, lc lockConfig, sent t
 	return l
 }
 
+// unlock leaves the hold: see Lock.Unlock, whose contract it keeps.
+func (l *handle) unlock(ctx context.Context) error {
+	l.unlockMu.Lock()
+	defer l.unlockMu.Unlock()
+	h := l.hold
+	if h.validity.passed(time.Now()) {
+		// A lease that ran out while held is a loss, even if Redis has
+		// not yet noticed.
+		h.cutOff(h.causeAtValidity())
+	}
+	if err := h.beginUnlock(l); err != nil {
+		return err
+	}
+	if errors.Is(h.endCause(), ErrClosed) {
+		h.finishHandle(l)
+		return ErrClosed
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+	}
+	res, err := h.res.release(ctx, h.owner, h.token, l.unlockReq)
+	if err != nil {
+		if h.endCause() == nil {
+			return err // still unlocking: a retry replays this release
+		}
+		// The hold has ended, so a retry could tell nothing more. Lost or
+		// closed: the end is the answer. Given up (its lease ran out after
+		// every handle had begun to unlock): the lock was held to the end
+		// and the lease frees it, whatever became of this release. That
+		// is the outcome of a confirmed release, so finishHandle answers
+		// nil, as for one; an error would only invite a retry, which
+		// could answer nothing but ErrNotHeld.
+		if cause := h.finishHandle(l); cause != nil {
+			return errors.Join(cause, err)
+		}
+		return nil
+	}
+	if res.Status == reentrant.NotHeld {
+		h.cutOff(h.lost("Unlock found it not held"))
+	} else if o := h.c.cfg.observer.Released; o != nil {
+		o(ReleaseInfo{Name: h.res.name(), Token: h.token, Remaining: res.Remaining})
+	}
+	return h.finishHandle(l)
+}
+
+// errUnlocked is ErrNotHeld for a handle unlocked before.
+func errUnlocked(name string) error {
+	return &lockError{sentinel: ErrNotHeld, name: name, what: "already unlocked by this handle"}
+}
+
+// Lock is one hold of a named lock, returned by Client.Lock and TryLock. Each
+// successful call returns its own Lock, to be unlocked once; nested calls by
+// the same owner raise the hold count, and the lock is free again when every
+// one of them has unlocked. A Lock is safe for concurrent use. It is a thin
+// handle: the hold it belongs to owns the lease, the renewal and the end.
+type Lock handle
+
 // Name is the lock's name.
-func (l *Lock) Name() string { return l.hold.key.name }
+func (l *Lock) Name() string { return l.hold.res.name() }
 
 // Token is the fencing token of this hold: it rises with every new holder of
 // the lock and stays the same on re-entry. Pass it to the storage you protect
@@ -65,7 +120,7 @@ func (l *Lock) Name() string { return l.hold.key.name }
 func (l *Lock) Token() uint64 { return l.hold.token }
 
 // Owner is the owner ID the lock is held under.
-func (l *Lock) Owner() string { return l.hold.key.owner }
+func (l *Lock) Owner() string { return l.hold.owner }
 
 // Context derives from the ctx given to Lock and carries this handle: Lock
 // calls for the same lock with it, or with a ctx derived from it, re-enter
@@ -100,49 +155,4 @@ func (l *Lock) Context() context.Context { return &l.ctx }
 // called Unlock, a failed release returns nil and finishes the handle: the
 // lock was held to the end, and the lease frees it, as a confirmed release
 // would have.
-func (l *Lock) Unlock(ctx context.Context) error {
-	l.unlockMu.Lock()
-	defer l.unlockMu.Unlock()
-	h := l.hold
-	h.expired(time.Now()) // a lease that ran out while held is a loss, even if Redis has not yet noticed
-	if err := h.beginUnlock(l); err != nil {
-		return err
-	}
-	if errors.Is(h.ended(), ErrClosed) {
-		h.finish(l)
-		return ErrClosed
-	}
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-		defer cancel()
-	}
-	res, err := h.keys.Release(ctx, h.c.rdb, h.key.owner, h.token, l.unlockReq)
-	if err != nil {
-		if h.ended() == nil {
-			return err // still unlocking: a retry replays this release
-		}
-		// The hold has ended, so a retry could tell nothing more. Lost or
-		// closed: the end is the answer. Given up (its lease ran out after
-		// every handle had begun to unlock): the lock was held to the end
-		// and the lease frees it, whatever became of this release. That
-		// is the outcome of a confirmed release, so finish answers nil, as
-		// for one; an error would only invite a retry, which could answer
-		// nothing but ErrNotHeld.
-		if cause := h.finish(l); cause != nil {
-			return errors.Join(cause, err)
-		}
-		return nil
-	}
-	if res.Status == reentrant.NotHeld {
-		h.lose(lostError(h.key.name, "Unlock found it not held"))
-	} else if o := h.c.cfg.observer.Released; o != nil {
-		o(ReleaseInfo{Name: h.key.name, Token: h.token, Remaining: res.Remaining})
-	}
-	return h.finish(l)
-}
-
-// errUnlocked is ErrNotHeld for a handle unlocked before.
-func errUnlocked(name string) error {
-	return &lockError{sentinel: ErrNotHeld, name: name, what: "already unlocked by this handle"}
-}
+func (l *Lock) Unlock(ctx context.Context) error { return (*handle)(l).unlock(ctx) }

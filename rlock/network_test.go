@@ -149,7 +149,7 @@ func TestBlackholedConnection(t *testing.T) {
 	pttl, err := rdb.PTTL(ctx, lockKey("bh")).Result()
 	require.NoError(t, err)
 	redisExpiry := sent.Add(pttl) // no later than Redis's real expiry
-	deadline := clockBase.Add(time.Duration(l.hold.validUntil.Load()))
+	deadline := clockBase.Add(time.Duration(l.hold.validity.until.Load()))
 	require.False(t, deadline.After(cut.Add(lease)), "valid for more than a lease after the last contact")
 	// A few ms for the PTTL's read time and its 1ms resolution.
 	require.False(t, deadline.After(redisExpiry.Add(5*time.Millisecond)),

@@ -133,26 +133,26 @@ const DefaultSlowWait = time.Second
 func WithSlowWait(d time.Duration) Option { return func(c *config) { c.slowWait = d } }
 
 // observed reports a lock that a Lock or TryLock call returned.
-func (c *Client) observed(l *Lock, err error) (*Lock, error) {
+func (c *Client) observed(l *handle, err error) (*Lock, error) {
 	if l != nil && c.cfg.observer.Acquired != nil {
-		c.cfg.observer.Acquired(Acquire{Name: l.Name(), Kind: l.kind, Token: l.Token()})
+		c.cfg.observer.Acquired(Acquire{Name: l.hold.res.name(), Kind: l.kind, Token: l.hold.token})
 	}
-	return l, err
+	return (*Lock)(l), err
 }
 
 // observeWait runs wait, reporting its start and end to the observer and a
 // slow one to the logger.
-func (a *attempt) observeWait(wait func() (*Lock, error)) (*Lock, error) {
+func (a *attempt) observeWait(wait func() (*handle, error)) (*handle, error) {
 	cfg := &a.c.cfg
 	if cfg.observer.WaitStarted == nil && cfg.observer.WaitEnded == nil && cfg.logger == nil {
 		return wait()
 	}
 	if cfg.observer.WaitStarted != nil {
-		cfg.observer.WaitStarted(WaitStart{Name: a.keys.Name})
+		cfg.observer.WaitStarted(WaitStart{Name: a.res.name()})
 	}
 	start := time.Now()
 	l, err := wait()
-	end := WaitEnd{Name: a.keys.Name, Duration: time.Since(start), Outcome: waitOutcome(err), Err: err}
+	end := WaitEnd{Name: a.res.name(), Duration: time.Since(start), Outcome: waitOutcome(err), Err: err}
 	if cfg.observer.WaitEnded != nil {
 		cfg.observer.WaitEnded(end)
 	}

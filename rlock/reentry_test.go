@@ -29,7 +29,7 @@ func TestReentryFindsItsHandlePastOtherLocks(t *testing.T) {
 
 	again, err := c.TryLock(sibling.Context(), "a")
 	require.NoError(t, err, "did not re-enter a's hold")
-	require.Same(t, inner, again.parent, "re-entered through a handle other than a's innermost")
+	require.Same(t, (*handle)(inner), again.parent, "re-entered through a handle other than a's innermost")
 	require.Equal(t, outer.Token(), again.Token())
 	_, err = other.TryLock(sibling.Context(), "a")
 	require.ErrorIs(t, err, ErrNotObtained, "another client re-entered c's hold")

@@ -4,27 +4,106 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/batonlock/baton/reentrant"
 	"github.com/batonlock/baton/watchdog"
 )
 
-// renew is the watchdog's batch: one pipeline of renew scripts.
+// renewal is a hold's registration with its client's watchdog: the hold is
+// watched while at least one live handle was taken without WithLease, and
+// never again once the hold has ended.
+type renewal struct {
+	mu      sync.Mutex      // guards the registration: watched, lease and stopped
+	watched int             // live handles taken without WithLease
+	lease   *watchdog.Lease // the watchdog's, while watched > 0
+	stopped bool            // the hold has ended: it is never watched again
+}
+
+// add counts a live handle of h taken without WithLease, by an acquire
+// sent at sent, and has the watchdog watch h from the first one on,
+// unless h has ended.
+func (r *renewal) add(h *hold, sent time.Time) error {
+	r.mu.Lock()
+	r.watched++
+	start := r.watched == 1 && !r.stopped
+	r.mu.Unlock()
+	if !start {
+		return nil
+	}
+	// Watch outside mu: it may report a loss at once, and the loss ends
+	// the hold, which stops its renewal.
+	w, err := h.c.wd.Watch(h, sent, h.watchLost)
+	if err != nil {
+		return lower(err) // the watchdog closes only with the client
+	}
+	r.mu.Lock()
+	keep := !r.stopped && r.watched > 0 && r.lease == nil
+	if keep {
+		r.lease = w
+	}
+	r.mu.Unlock()
+	if !keep {
+		w.Stop()
+	}
+	return nil
+}
+
+// drop uncounts a handle taken without WithLease that began to unlock.
+// The last one's stops the watch before its release is sent.
+func (r *renewal) drop() {
+	r.mu.Lock()
+	var stop *watchdog.Lease
+	if r.watched--; r.watched == 0 {
+		stop, r.lease = r.lease, nil
+	}
+	r.mu.Unlock()
+	if stop != nil {
+		stop.Stop()
+	}
+}
+
+// stop ends the registration for good, for a hold that has ended.
+func (r *renewal) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	stop := r.lease
+	r.lease = nil
+	r.mu.Unlock()
+	if stop != nil {
+		stop.Stop()
+	}
+}
+
+// watchLost is the watchdog's loss signal for h.
+func (h *hold) watchLost(cause error) {
+	what := "renewal found it not held"
+	if !errors.Is(cause, watchdog.ErrNotHeld) {
+		what = "its lease ran out before a renewal was confirmed"
+	}
+	h.cutOff(h.lost(what))
+}
+
+// renew is the watchdog's batch: one pipeline of the holds' renewals,
+// whatever their resources. A hold no longer held is watchdog.ErrNotHeld,
+// the watchdog's word for it.
 func (c *Client) renew(ctx context.Context, batch []*hold) []error {
 	renewals := make([]reentrant.Renewal, len(batch))
 	for i, h := range batch {
-		renewals[i] = reentrant.Renewal{Keys: h.keys, Owner: h.key.owner, Token: h.token}
+		renewals[i] = h.res.renewal(h.owner, h.token)
 	}
 	renewed, errs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
 	for i := range errs {
 		if errs[i] == nil && !renewed[i] {
-			errs[i] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, batch[i].keys.Name)
+			errs[i] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, batch[i].res.name())
 		}
 	}
 	return errs
 }
 
-func isNotHeld(err error) bool { return errors.Is(err, watchdog.ErrNotHeld) }
+// extendHold is the watchdog's report of a confirmed renewal of h.
+func extendHold(h *hold, deadline time.Time) { h.validity.extend(deadline) }
 
 // RenewalStats counts what the watchdog has done since New.
 type RenewalStats struct {
@@ -37,12 +116,3 @@ type RenewalStats struct {
 
 // RenewalStats reports what the watchdog has done since New.
 func (c *Client) RenewalStats() RenewalStats { return RenewalStats(c.wd.Stats()) }
-
-// watchLost is the watchdog's loss signal.
-func (h *hold) watchLost(cause error) {
-	what := "renewal found it not held"
-	if !isNotHeld(cause) {
-		what = "its lease ran out before a renewal was confirmed"
-	}
-	h.lose(lostError(h.key.name, what))
-}

@@ -2,17 +2,33 @@ package rlock
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-type holdKey struct{ name, owner string }
+// holdKey finds a hold in its client's table: one owner's hold on one
+// resource face.
+type holdKey struct {
+	resource resourceID
+	owner    string
+}
+
+// holdTable is the holds a Client has, at most one per resource face and
+// owner. A hold leaves it when it ends (hold.end). Once closed, by Close,
+// it takes no new hold.
+type holdTable struct {
+	mu     sync.Mutex // guards the table: holds, and closed's setting
+	holds  map[holdKey]*hold
+	closed atomic.Bool // set under mu; read without it by calls that fail fast
+}
 
 // holdsOf lists the holds in the table that match selects.
-func (c *Client) holdsOf(match func(*hold) bool) []*hold {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (t *holdTable) holdsOf(match func(*hold) bool) []*hold {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var out []*hold
-	for _, h := range c.holds {
+	for _, h := range t.holds {
 		if match(h) {
 			out = append(out, h)
 		}
@@ -20,46 +36,66 @@ func (c *Client) holdsOf(match func(*hold) bool) []*hold {
 	return out
 }
 
-// forget removes an ended hold from the table.
-func (c *Client) forget(h *hold) {
-	c.mu.Lock()
-	if c.holds[h.key] == h {
-		delete(c.holds, h.key)
-	}
-	c.mu.Unlock()
+// get is the hold of key, or nil.
+func (t *holdTable) get(key holdKey) *hold {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.holds[key]
 }
 
-// adopt turns an acquire sent at sent, which granted the hold of token for
-// at least lease, into a handle of this client's hold for (lock, owner),
-// starting the hold if this client has none. It fails with errDeadGrant
-// once the grant's validity has passed, which it checks on every round:
-// a round that found its hold ended took time.
-func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*Lock, error) {
-	key := holdKey{a.keys.Name, a.owner}
+// remove takes h out of the table, unless a newer hold has its place.
+func (t *holdTable) remove(h *hold) {
+	key := h.key()
+	t.mu.Lock()
+	if t.holds[key] == h {
+		delete(t.holds, key)
+	}
+	t.mu.Unlock()
+}
+
+// close makes the table take no new hold, and returns the holds it has.
+func (t *holdTable) close() []*hold {
+	t.mu.Lock()
+	t.closed.Store(true)
+	t.mu.Unlock()
+	return t.holdsOf(func(*hold) bool { return true })
+}
+
+// adopt turns an acquire of a's sent at sent, which granted the hold of
+// token for at least lease, into a handle of this client's hold for a's
+// resource and owner, starting the hold if this client has none. It fails
+// with errDeadGrant once the grant's validity has passed, which it checks
+// on every round: a round that found its hold ended took time.
+func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, error) {
+	t := &c.table
+	key := holdKey{a.res.id(), a.owner}
 	for {
-		if !time.Now().Before(validity(sent, lease)) {
+		if !time.Now().Before(validUntil(sent, lease)) {
 			return nil, errDeadGrant
 		}
-		c.mu.Lock()
-		if c.closed.Load() {
-			c.mu.Unlock()
+		t.mu.Lock()
+		if t.closed.Load() {
+			t.mu.Unlock()
 			return nil, ErrClosed
 		}
-		h := c.holds[key]
+		h := t.holds[key]
 		if h != nil && h.token > token {
-			c.mu.Unlock()
+			t.mu.Unlock()
 			return nil, errStaleGrant
 		}
 		var stale *hold
 		if h == nil || h.token < token {
-			stale, h = h, c.newHold(a.keys, a.owner, token, sent, lease)
-			c.holds[key] = h
+			stale, h = h, c.newHold(a.res, a.owner, token, sent, lease)
+			if t.holds == nil {
+				t.holds = map[holdKey]*hold{}
+			}
+			t.holds[key] = h
 		}
-		c.mu.Unlock()
+		t.mu.Unlock()
 		if stale != nil {
 			// The owner holds the lock under a newer token, so the old
 			// hold ended in Redis unnoticed.
-			stale.lose(lostError(key.name, "its lease ran out"))
+			stale.cutOff(stale.lost("its lease ran out"))
 		}
 		if c.beforeJoin != nil {
 			c.beforeJoin()
@@ -70,6 +106,6 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Dura
 		}
 		// h ended between the table and the join: start again without it.
 		l.cancel(context.Canceled)
-		c.forget(h)
+		t.remove(h)
 	}
 }

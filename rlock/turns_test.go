@@ -67,7 +67,7 @@ func TestTurnWaitersHearOfTheEndAtOnce(t *testing.T) {
 
 // turnAwaited reports whether a re-entry waits for a turn of h.
 func turnAwaited(h *hold) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.turnOver != nil
+	h.turns.mu.Lock()
+	defer h.turns.mu.Unlock()
+	return h.turns.over != nil
 }

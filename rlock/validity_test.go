@@ -64,7 +64,7 @@ func TestStalledRenewalRepliesEndTheHoldAtItsValidity(t *testing.T) {
 
 	px.HoldReplies()
 	time.Sleep(20 * time.Millisecond) // a reply already on its way lands
-	validUntil := clockBase.Add(time.Duration(l.hold.validUntil.Load()))
+	validUntil := clockBase.Add(time.Duration(l.hold.validity.until.Load()))
 	<-l.Context().Done()
 	endedAt := time.Now()
 	require.ErrorIs(t, context.Cause(l.Context()), ErrLockLost)
@@ -85,10 +85,10 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 		const lease = 3 * time.Second
 		var failing atomic.Bool
 		var losses []error
-		c := &Client{holds: map[holdKey]*hold{}}
+		c := &Client{}
 		c.cfg.onLost = func(_ string, cause error) { losses = append(losses, cause) }
 		wd, err := watchdog.New(watchdog.Config[*hold]{
-			Lease: lease, Margin: driftMargin(lease), OnRenewed: (*hold).extend,
+			Lease: lease, Margin: driftMargin(lease), OnRenewed: extendHold,
 			Renew: func(_ context.Context, batch []*hold) []error {
 				errs := make([]error, len(batch))
 				for i := range errs {
@@ -106,7 +106,7 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 		require.NoError(t, err)
 		valid := lease - driftMargin(lease)
 		t0 := time.Now()
-		h := c.newHold(keys, "owner", 1, t0, lease)
+		h := c.newHold(&plainLock{keys: keys}, "owner", 1, t0, lease)
 		l := newHandle(h, context.Background(), nil, lockConfig{}, t0, Free)
 		require.NoError(t, h.join(l, t0, lease))
 
@@ -116,26 +116,26 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 		failing.Store(true) // and no later one
 		time.Sleep(time.Until(t0.Add(valid)) + time.Millisecond)
 		synctest.Wait()
-		require.NoError(t, l.Context().Err(), "ended at the first validity, though renewed")
+		require.NoError(t, (*Lock)(l).Context().Err(), "ended at the first validity, though renewed")
 
 		time.Sleep(time.Until(lastSent.Add(valid)) - time.Nanosecond)
 		synctest.Wait()
-		require.NoError(t, l.Context().Err(), "ended before its validity")
+		require.NoError(t, (*Lock)(l).Context().Err(), "ended before its validity")
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		require.ErrorIs(t, context.Cause(l.Context()), ErrLockLost)
+		require.ErrorIs(t, context.Cause((*Lock)(l).Context()), ErrLockLost)
 		require.Len(t, losses, 1)
 
 		// A hold whose validity passes with no timer to see it: only the
 		// look at Err can, and it must close Done before it answers.
-		late := c.newHold(keys, "late", 2, time.Now(), lease)
+		late := c.newHold(&plainLock{keys: keys}, "late", 2, time.Now(), lease)
 		ll := newHandle(late, context.Background(), nil, lockConfig{}, time.Now(), Free)
 		require.NoError(t, late.join(ll, time.Now(), lease))
-		late.expiry.Stop()
-		late.validUntil.Store(monoOf(time.Now()))
-		require.Error(t, ll.Context().Err())
+		late.validity.timer.Stop()
+		late.validity.until.Store(monoOf(time.Now()))
+		require.Error(t, (*Lock)(ll).Context().Err())
 		select {
-		case <-ll.Context().Done():
+		case <-(*Lock)(ll).Context().Done():
 		default:
 			t.Fatal("Err returned non-nil before Done was closed")
 		}

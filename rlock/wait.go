@@ -9,53 +9,54 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// wait is the baton pass, seen from a waiter. The call subscribes under its
-// own waiter ID, then queues in Redis with one acquire; the release that
-// frees the lock grants it to the oldest live waiter in the same script and
-// publishes one message addressed to it. The grant is the wake-up: Lock
-// returns on that message, with no further round trip.
+// unknownTTLWait bounds a wait when Redis reports no expiry on the
+// holder's key (someone PERSISTed it): a safety net, not a poll.
+const unknownTTLWait = time.Second
+
+// wait waits for the call's grant, until ctx ends. s is the call's
+// subscription as a waiter, confirmed before its last acquire queued it
+// (holderTTL is the holder's remaining lease as that acquire read it); or
+// nil, and then wait subscribes and looks at once, before it waits.
 //
-// The order is what makes it safe: the subscription is confirmed before the
-// waiter queues, so a grant published after it queued reaches it, and a
-// grant that finds it gone is passed on (by its leave, or by the client's
-// Unclaimed handler). The waiter looks again, with the same acquire, after
-// a resync (its connection was lost: a grant may have been missed), when the
-// holder's lease should have run out (the first to look grants the head of
-// the queue), and every lease/3: each look that finds it still queued is a
-// moment known to precede its grant, so a grant arrives with at least 2/3
-// of its lease left to rely on. Where liveness is judged by key, the looks
-// also keep the key (see lookEvery).
-func (a *attempt) wait(ctx context.Context, q *queued, holderTTL time.Duration) (*Lock, error) {
+// It returns the handle as soon as the grant message comes, with no further
+// round trip, or as soon as a look finds the grant (a look is try as the
+// same waiter). It looks after a resync (a grant may have been missed),
+// when the holder's lease should have run out, and at least every
+// lookEvery. Otherwise it returns ErrNotObtained (ctx ended, as
+// waitError says), ErrClosed, or an acquire's error; a waiter that stops
+// waiting leaves the queue in the background, which passes on a grant it
+// was handed meanwhile. See "Waiting" in doc.go.
+func (a *attempt) wait(ctx context.Context, s *subscribed, holderTTL time.Duration) (*handle, error) {
 	if a.c.afterFirstAttempt != nil {
 		a.c.afterFirstAttempt()
 	}
-	look := q == nil // not queued yet: look at once
+	look := s == nil // not queued yet: look at once
 	if look {
 		var err error
-		if q, err = a.join(ctx, true); err != nil {
+		if s, err = a.subscribe(ctx, true); err != nil {
 			return nil, a.waitError(err)
 		}
 	}
-	defer q.close()
+	defer s.close()
 	for {
 		if look {
-			l, ttl, err := a.try(ctx, q.w)
+			l, ttl, err := a.try(ctx, s.w)
 			if l != nil || err != nil {
 				return l, err
 			}
 			holderTTL = ttl
 		}
-		d, err := q.sub.Wait(ctx, min(untilExpiry(holderTTL), a.lookEvery()))
+		d, err := s.sub.Wait(ctx, min(untilExpiry(holderTTL), a.lookEvery()))
 		look = true // whatever woke it, look again unless it is the grant
 		switch {
 		case err == nil && !d.Resync:
-			if l := a.granted(ctx, q.w, d.Payload); l != nil {
+			if l := a.granted(ctx, s.w, d.Payload); l != nil {
 				return l, nil
 			}
 		case err == nil, errors.Is(err, notify.ErrWaitTimeout):
 			// A resync, or time to look again.
 		default:
-			a.c.background(func() { a.leave(q.w) })
+			a.c.background.run(func() { a.leave(s.w) })
 			return nil, a.waitError(err)
 		}
 	}
@@ -66,69 +67,74 @@ func (a *attempt) wait(ctx context.Context, q *queued, holderTTL time.Duration) 
 // key's TTL, since each look keeps the key.
 func (a *attempt) lookEvery() time.Duration {
 	every := a.lease / 3
-	if alive := a.keys.AliveTTL(); alive > 0 {
+	if alive := a.res.aliveTTL(); alive > 0 {
 		every = min(every, alive/3)
 	}
 	return every
 }
 
-// queued is a call that may wait: its waiter ID and the subscription its
+// subscribed is a call that may wait: its waiter, and the subscription its
 // grant comes on.
-type queued struct {
+type subscribed struct {
 	w   reentrant.Waiter
 	sub *notify.Subscription
 }
 
-// join makes the call a waiter, subscribed to its grant channel. Unless
-// subscribe is set, it does so only where that costs no round trip (the
-// client's grant channel is subscribed for good), and returns nil
-// otherwise.
-func (a *attempt) join(ctx context.Context, subscribe bool) (*queued, error) {
-	if !subscribe && !a.c.grants.ready() {
+// subscribe makes the call a waiter, subscribed to its grant channel on
+// the client's grant line, and returns once Redis has confirmed the
+// subscription. Unless always is set, it does so only where that costs no
+// round trip (the client's grant channel is subscribed for good), and
+// returns nil otherwise.
+func (a *attempt) subscribe(ctx context.Context, always bool) (*subscribed, error) {
+	if !always && !a.c.grants.ready() {
 		return nil, nil
 	}
-	w := a.keys.Waiter(randomHex(8), a.c.id)
+	w := a.res.waiter(randomHex(8), a.c.id)
 	sub, err := a.c.grants.subscribe(ctx, a.c.hub, w)
 	if err != nil {
 		return nil, err
 	}
-	return &queued{w: w, sub: sub}, nil
+	return &subscribed{w: w, sub: sub}, nil
 }
 
 // waiter is the waiter to queue as, none for a call that does not wait.
-func (q *queued) waiter() reentrant.Waiter {
-	if q == nil {
+func (s *subscribed) waiter() reentrant.Waiter {
+	if s == nil {
 		return reentrant.Waiter{}
 	}
-	return q.w
+	return s.w
 }
 
-func (q *queued) close() {
-	if q != nil {
-		q.sub.Close()
+// close ends the subscription, if any.
+func (s *subscribed) close() {
+	if s != nil {
+		s.sub.Close()
 	}
 }
 
-// granted turns a grant message for w into a handle. A grant that is not
-// for this call (a stray one) or whose validity has already passed is given
-// back, and the wait goes on. A grant whose lease holds only until it is
-// confirmed (where liveness is judged by key) is valid for that lease, and
-// confirmed in the background: Lock returns without waiting for it.
-func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload string) *Lock {
+// granted turns a grant message for w into a handle. A message that
+// cannot be this call's grant (another owner's or resource's, or one
+// before the call queued) is ignored: the next look finds the grant the
+// call was handed, if any. A grant whose validity has already passed is
+// given back (see claim). In both cases granted returns nil and the wait
+// goes on. A grant whose lease holds only until it is confirmed (where
+// liveness is judged by key) is valid for that lease, and confirmed in the
+// background: the call returns without waiting for it.
+func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload string) *handle {
 	g, err := reentrant.ParseGrant(w.ID + " " + payload)
-	if err != nil || g.Owner != a.owner || g.Lock != a.keys.Name || a.queuedAt.IsZero() {
+	if err != nil || g.Owner != a.owner || g.Lock != a.res.name() || a.queuedAt.IsZero() {
 		return nil
 	}
 	lease := a.lease
 	if g.Unconfirmed > 0 {
 		lease = min(lease, g.Unconfirmed)
 	}
-	l, _, err := a.hold(ctx, g.Token, a.queuedAt, lease, HandedOff)
+	l, _, err := a.claim(ctx, g.Token, a.queuedAt, lease, HandedOff)
 	if err != nil || l == nil {
 		return nil
 	}
 	if lease < a.lease {
-		a.c.background(func() { a.confirm(l.hold) })
+		a.c.background.run(func() { a.confirm(l.hold) })
 	}
 	return l
 }
@@ -142,12 +148,12 @@ func (a *attempt) confirm(h *hold) {
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
 	sent := time.Now()
-	ok, err := a.keys.Renew(ctx, a.c.rdb, h.key.owner, h.token, a.lease)
+	ok, err := a.res.renew(ctx, h.owner, h.token, a.lease)
 	switch {
 	case err == nil && ok:
-		h.extend(validity(sent, a.lease))
-	case err == nil && !h.givenUp():
-		h.lose(lostError(h.key.name, "renewal found it not held"))
+		h.validity.extend(validUntil(sent, a.lease))
+	case err == nil && !h.handles.givenUp():
+		h.cutOff(h.lost("renewal found it not held"))
 	}
 }
 
@@ -160,30 +166,4 @@ func untilExpiry(ttl time.Duration) time.Duration {
 		return unknownTTLWait
 	}
 	return ttl + time.Millisecond
-}
-
-// leave takes w out of the queue, bounded in time; if it was granted the
-// lock meanwhile, the same script passes it on.
-func (a *attempt) leave(w reentrant.Waiter) {
-	if w.ID == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
-	_, _ = a.keys.Leave(ctx, a.c.rdb, w, a.owner, a.lease, a.newOwner)
-}
-
-// giveBack releases a grant of token that arrived dead, so that it passes
-// on at once. If the release cannot be confirmed within ctx it goes on in
-// the background, and a call with an owner of its own takes a new one: its
-// next look must not find the dead grant and report it as its own.
-func (a *attempt) giveBack(ctx context.Context, token uint64) {
-	if _, err := a.keys.Release(ctx, a.c.rdb, a.owner, token, newRequestID()); err == nil {
-		return
-	}
-	owner := a.owner
-	a.c.background(func() { a.release(owner, token) })
-	if a.newOwner {
-		a.owner = a.c.newOwner()
-	}
 }

@@ -160,7 +160,7 @@ func TestNoZombieRenewalAfterStorm(t *testing.T) {
 		require.Zero(t, c.wd.Len(), "leases still watched after the storm")
 		// Give-backs of cancelled acquires run in the background and are
 		// script calls too; the storm is over once they are.
-		c.cleanups.Wait()
+		c.background.wait()
 	}
 	before, err := redistest.ReadCommandStats(ctx, rdb)
 	require.NoError(t, err)

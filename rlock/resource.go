@@ -1,0 +1,120 @@
+package rlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/reentrant"
+)
+
+// resource is the seam between the client's side of the protocol (an
+// attempt, its waiter loop, a hold and the watchdog's batch) and the
+// resource held in Redis: what its scripts are, and how a hold on it is
+// told from the holds on every other resource. The plain lock (plainLock)
+// is the one resource today; the read-write lock's faces and the
+// semaphore plug in here (see "Where the family plugs in" in doc.go).
+// Every method but id, name, waiter and aliveTTL is one script call.
+type resource interface {
+	// id tells this resource face from every other in a Client: the
+	// holds table and a ctx's handles are keyed by it.
+	id() resourceID
+	// name is the name the user gave, for errors and events.
+	name() string
+	// waiter makes the waiter id of client: its grant channel, and its
+	// liveness key where the namespace judges liveness by key.
+	waiter(id, client string) reentrant.Waiter
+	// aliveTTL is how long a look keeps its waiter's liveness key, or
+	// zero where liveness is judged by the receiver count.
+	aliveTTL() time.Duration
+	// acquire runs the acquire script once, as call says: it takes a
+	// free resource, re-enters a hold, queues a waiter, or looks for the
+	// waiter's grant.
+	acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error)
+	// release gives back one count of owner's hold of token; the release
+	// of the last count grants the resource to the oldest live waiter. A
+	// resend with the same requestID replays the first result.
+	release(ctx context.Context, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error)
+	// leave takes waiter w, queued for owner and lease, out of the queue,
+	// and passes on a grant it was handed meanwhile.
+	leave(ctx context.Context, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error
+	// renew makes sure owner's hold of token has at least lease left, and
+	// reports whether owner still held it.
+	renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error)
+	// renewal names owner's hold of token for the watchdog's batch, which
+	// renews the holds of every resource in one pipeline per round.
+	renewal(owner string, token uint64) reentrant.Renewal
+}
+
+// resourceID tells resources apart within a Client: the Redis key that
+// holds the resource, and which face of it a hold is on. So a hold on one
+// face is never found, or re-entered, as a hold on another.
+type resourceID struct {
+	key  string // the resource's key in Redis (for a lock, its hash)
+	face string // lockFace for the plain lock
+}
+
+// lockFace is the plain lock's face: its only one.
+const lockFace = "lock"
+
+// acquireCall is one run of a resource's acquire script.
+type acquireCall struct {
+	owner string
+	// newOwner says owner was made for this call: any hold it has is the
+	// call's own, so a resend needs no request ID to be told apart.
+	newOwner  bool
+	requestID string // for a replay of a resent call; unused with newOwner
+	lease     time.Duration
+	token     uint64           // not 0: re-enter only the hold of this token
+	waiter    reentrant.Waiter // with an ID: queue as it, or look for its grant
+}
+
+// plainLock is the plain reentrant lock: a hash of owner → hold count
+// under its name, and reentrant.Keys's scripts.
+type plainLock struct {
+	keys reentrant.Keys
+	rdb  redis.Scripter
+}
+
+// lockResource is the plain lock called name, or says why it cannot
+// (ErrInvalidName). It sends nothing.
+func (c *Client) lockResource(name string) (*plainLock, error) {
+	k, err := c.ns.Keys(name)
+	if err != nil {
+		return nil, lower(err)
+	}
+	return &plainLock{keys: k, rdb: c.rdb}, nil
+}
+
+func (p *plainLock) id() resourceID { return resourceID{key: p.keys.Hash, face: lockFace} }
+
+func (p *plainLock) name() string { return p.keys.Name }
+
+func (p *plainLock) waiter(id, client string) reentrant.Waiter { return p.keys.Waiter(id, client) }
+
+func (p *plainLock) aliveTTL() time.Duration { return p.keys.AliveTTL() }
+
+func (p *plainLock) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
+	if call.newOwner {
+		return p.keys.AcquireNew(ctx, p.rdb, call.owner, call.lease, call.waiter)
+	}
+	return p.keys.Acquire(ctx, p.rdb, call.owner, call.requestID, call.lease, call.token, call.waiter)
+}
+
+func (p *plainLock) release(ctx context.Context, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error) {
+	return p.keys.Release(ctx, p.rdb, owner, token, requestID)
+}
+
+func (p *plainLock) leave(ctx context.Context, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
+	_, err := p.keys.Leave(ctx, p.rdb, w, owner, lease, newOwner)
+	return err
+}
+
+func (p *plainLock) renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error) {
+	return p.keys.Renew(ctx, p.rdb, owner, token, lease)
+}
+
+func (p *plainLock) renewal(owner string, token uint64) reentrant.Renewal {
+	return reentrant.Renewal{Keys: p.keys, Owner: owner, Token: token}
+}
