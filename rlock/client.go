@@ -29,7 +29,7 @@ type Client struct {
 	id  string // prefix of every owner ID this client makes
 
 	hub    *notify.Hub
-	grants grantLine // the grant subscription of the client's waiters
+	grants grantLine // the grant line: where its waiters' grants arrive
 	wd     *watchdog.Scheduler[*hold]
 
 	table      holdTable // the holds this client has

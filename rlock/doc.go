@@ -37,4 +37,104 @@
 // reentrant), the pub/sub connections (package notify) or the renewal
 // schedule (package watchdog); those are building blocks that may change
 // before v1, and rlock is the API.
+//
+// # The client's side of the protocol
+//
+// The protocol's Redis side (keys, tokens, the baton pass, looks, liveness,
+// draining, replay) is package reentrant's documentation. A Client adds
+// what lives in a process:
+//
+// Taking. A Lock call finds its owner in its ctx, then runs one acquire. The
+// uncontended call is that one script call: a call that may wait is
+// subscribed as a waiter beforehand, where that costs no round trip (the
+// client's grant line is subscribed for good), so the same acquire queues it
+// if the lock is held. An owner made for the call needs no request ID: any
+// hold it has is the call's own.
+//
+// Waiting. A waiter's subscription is confirmed before any acquire queues
+// it; then the grant message alone makes its handle. It looks again after a
+// resync, when the holder's lease should have run out, and at least every
+// third of its lease (and of the liveness TTL, where liveness is judged by
+// key, with a grant confirmed by a renewal in the background). A grant is
+// valid from the send of the last look that found the waiter queued, never
+// from the message's arrival; one whose validity has passed on arrival is
+// released at once, so that it passes on. A waiter that stops waiting leaves
+// the queue. A grant that reaches the client after its waiter has gone is
+// released, unless a look had made it a hold here already.
+//
+// Holding. A confirmed acquire or renewal moves the hold's validity, which
+// only rises; the hold ends at its validity unless a renewal moved it. The
+// watchdog renews every hold with a live handle taken without WithLease,
+// in one pipeline per batch; it stops before the release of the last such
+// handle is sent, so a hold being given up is never renewed again.
+//
+// Ending. A hold ends once: released, when its last handle's release is
+// confirmed; or cut off, when it is lost (its validity passed while a handle
+// was still live, or a renewal, a re-entry, an Unlock or a ForceUnlock found
+// it not held) or its client closes. Every Context of the hold has ended
+// before the end can be seen, and a loss is reported once, after that.
+//
+// Failing. A script call whose reply was lost may have run. An acquire
+// that failed so is undone by replaying its request ID, which tells, then
+// releasing what it held; an Unlock that failed so is retried by its
+// caller under the first one's request ID, which replays it. Clean-ups run
+// in the background, bounded in time, and Close waits for them.
+//
+// # Glossary
+//
+// Each of these words means one thing, in rlock and in reentrant:
+//   - lock: a named resource in Redis, a hash of owner → hold count with a
+//     lease.
+//   - owner: the identity a hold is taken under (the hash field): made for
+//     one call, set with WithOwner, or carried by a handle's Context.
+//   - hold: one owner's hold on one lock within one Client; in Redis, that
+//     owner's field. Its hold count is the field's value.
+//   - handle: what one successful Lock or TryLock returns (a *Lock); a hold
+//     has one or more handles.
+//   - waiter: one call queued in Redis for a lock; its queue entry is its
+//     record.
+//   - grant: a release (or look, leave, force-release) making the oldest
+//     live waiter the holder; also the message that tells it. The grant
+//     line is the client's subscription its waiters' grants arrive on.
+//   - look: a waiter's re-run of the acquire script, which finds its grant,
+//     keeps its liveness key, or grants a free lock.
+//   - lease: how long Redis keeps a hold (PEXPIRE) from a confirmed acquire
+//     or renewal.
+//   - validity: the client's own bound on the lease: send time + lease −
+//     drift margin.
+//   - token: the fencing token of a hold.
+//   - turn: the local order of re-entries through one handle's Context.
 package rlock
+
+// Where the family plugs in (for maintainers; not package documentation).
+//
+// The read-write lock and the semaphore are resources with several holders
+// at once (readers, permits), and reuse, as they are: the attempt and its
+// waiter loop (acquire.go, wait.go: subscribe on the grant line, queue
+// with one acquire, wait for the grant message or look again, adopt the
+// grant into a hold), the grant line (grantline.go), the hold with its
+// validity, renewal registration, handles, turns and end (hold.go and the
+// files it names), the holds table (table.go), and the handle core
+// (handle.go, context.go: Context with its validity-checking Err, token,
+// owner, unlock).
+//
+// Each plugs in at one seam, the unexported resource interface
+// (resource.go), today implemented only by plainLock over reentrant.Keys.
+// Each face is one implementation: the RW lock's read and write faces, and
+// the semaphore's permits. It names the face's scripts (acquire, as a
+// waiter too; release; leave; renew; and its renewal for the watchdog's
+// batch, which renews holds of every kind in one pipeline) and its
+// identity: its Redis key and face (resourceID). The holds table and the
+// handles a ctx carries are keyed by that identity, so c.Lock(r.Context(),
+// "orders") never re-enters an RW read handle of "orders", and rw.Lock can
+// find a read handle of its own RW lock in its ctx.
+//
+// RWLock will add: its two faces; ErrUpgrade, for rw.Lock whose ctx
+// carries a read handle and no write handle of the same RW lock (found by
+// identity, as handleIn finds a handle); a read granted at once inside a
+// write hold, and kept after the write's Unlock (downgrade); DoRead and Do
+// as Client.Do. Semaphore will add: its face, whose acquire carries the
+// permit count; Permit, a handle with its count (Permit wraps the handle
+// core: Context, Token, Release as the handle's unlock, no second copy);
+// SetMax. The Redis side they need (keys under the lock's hash tag,
+// request replay, the grant and record formats) is package reentrant's.

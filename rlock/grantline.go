@@ -41,6 +41,7 @@ func (g *grantLine) subscribe(ctx context.Context, hub *notify.Hub, w reentrant.
 	return hub.Subscribe(ctx, w.Channel, w.ID)
 }
 
+// keep subscribes channel for the client's lifetime, once.
 func (g *grantLine) keep(ctx context.Context, hub *notify.Hub, channel string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -104,11 +104,12 @@ func errUnlocked(name string) error {
 	return &lockError{sentinel: ErrNotHeld, name: name, what: "already unlocked by this handle"}
 }
 
-// Lock is one hold of a named lock, returned by Client.Lock and TryLock. Each
-// successful call returns its own Lock, to be unlocked once; nested calls by
-// the same owner raise the hold count, and the lock is free again when every
-// one of them has unlocked. A Lock is safe for concurrent use. It is a thin
-// handle: the hold it belongs to owns the lease, the renewal and the end.
+// Lock is a handle of a hold on a named lock, returned by Client.Lock and
+// TryLock. Each successful call returns its own Lock, to be unlocked once;
+// nested calls by the same owner raise the hold count, and the lock is free
+// again when every one of them has unlocked. A Lock is safe for concurrent
+// use. It is a thin handle: the hold it belongs to owns the lease, the
+// renewal and the end.
 type Lock handle
 
 // Name is the lock's name.
@@ -140,7 +141,7 @@ func (l *Lock) Owner() string { return l.hold.owner }
 // unlocks or it is lost, whatever happens to the ctx given to Lock.
 func (l *Lock) Context() context.Context { return &l.ctx }
 
-// Unlock leaves this hold. The release is sent even when ctx has already
+// Unlock gives back this handle's count of its hold. The release is sent even when ctx has already
 // ended (bounded then by a timeout of its own), and the hold is no longer
 // renewed from the moment Unlock is called on its last handle, whatever
 // the release's fate: at worst the lease frees the lock.
