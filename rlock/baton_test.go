@@ -18,19 +18,6 @@ import (
 // The baton pass (issue 10): FIFO across processes, the grant inside the
 // release, and every way a waiter can vanish.
 
-// receive returns a background Lock's result, failing after fast.
-func receive(t *testing.T, res <-chan acquired) *Lock {
-	t.Helper()
-	select {
-	case r := <-res:
-		require.NoError(t, r.err)
-		return r.lock
-	case <-time.After(fast):
-		t.Fatal("the waiter did not get the lock")
-		return nil
-	}
-}
-
 // Six clients arrive 80 ms apart while the lock is held: they get it in the
 // order they came, each from the release before it.
 func TestFIFOAcrossClients(t *testing.T) {

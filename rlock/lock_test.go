@@ -57,15 +57,6 @@ func TestMutualExclusion(t *testing.T) {
 	require.Zero(t, rdb.Exists(ctx, lockKey("counter")).Val())
 }
 
-func assertNoError(t *testing.T, err error) bool {
-	t.Helper()
-	if err != nil {
-		t.Error(err)
-		return false
-	}
-	return true
-}
-
 func TestReentrancyDepth3WhileAnotherOwnerWaits(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)

@@ -1,12 +1,8 @@
 package rlock
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/batonlock/baton/bench/redistest"
@@ -29,31 +25,3 @@ var failoverClusterClientLeak = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initMsgChan.func1"),
 	goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initHealthCheck.func1"),
 }
-
-// testCtx bounds a whole test.
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// newClient returns a Client on its own Redis connection pool, closed at the
-// end of the test, like a separate process would have.
-func newClient(t *testing.T, srv *redistest.Server, opts ...Option) *Client {
-	t.Helper()
-	c, err := New(srv.Client(), opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// admin is the test's own unrestricted connection, for checks and fault
-// injection; under redistest.ACLEnv the clients under test are restricted.
-func admin(t *testing.T, srv *redistest.Server) *redis.Client {
-	t.Helper()
-	return srv.Admin()
-}
-
-// lockKey is the hash key of a lock under the default prefix.
-func lockKey(name string) string { return "baton:{" + name + "}" }

@@ -13,22 +13,6 @@ import (
 	"github.com/batonlock/baton/bench/redistest"
 )
 
-// longLease is far longer than any wake-up the tests accept, so a waiter
-// that acquires quickly was woken by pub/sub or the retry, not by the TTL.
-const longLease = 30 * time.Second
-
-// fast is the bound for a wake-up that must not wait for the lease.
-const fast = 3 * time.Second
-
-// waitForQueued waits until n calls wait in the queue of lock name.
-func waitForQueued(t *testing.T, srv *redistest.Server, name string, n int64) {
-	t.Helper()
-	rdb := admin(t, srv)
-	require.Eventually(t, func() bool {
-		return rdb.LLen(context.Background(), lockKey(name)+":queue").Val() == n
-	}, 5*time.Second, 2*time.Millisecond, "waiters queued on %s", name)
-}
-
 // Step 3 of the wait loop: a release between the first attempt and the
 // subscribe publishes to nobody; only the retry after the confirmed
 // subscribe can catch it.
@@ -75,24 +59,6 @@ func TestWakeAtTTLWhenNoPublishArrives(t *testing.T) {
 	case <-time.After(lease + 2*fast):
 		t.Fatal("waiter never acquired")
 	}
-}
-
-type acquired struct {
-	lock *Lock
-	took time.Duration
-	err  error
-}
-
-// lockInBackground calls Lock on another goroutine and reports the result
-// and how long it took; the test unlocks, so nothing runs after it ends.
-func lockInBackground(ctx context.Context, c *Client, name string) <-chan acquired {
-	got := make(chan acquired, 1)
-	start := time.Now()
-	go func() {
-		l, err := c.Lock(ctx, name)
-		got <- acquired{lock: l, took: time.Since(start), err: err}
-	}()
-	return got
 }
 
 // Killing the shared pub/sub connection mid-wait loses any message sent in

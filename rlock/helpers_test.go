@@ -1,0 +1,106 @@
+package rlock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/reentrant"
+)
+
+// testCtx bounds a whole test.
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newClient returns a Client on its own Redis connection pool, closed at the
+// end of the test, like a separate process would have.
+func newClient(t *testing.T, srv *redistest.Server, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(srv.Client(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// admin is the test's own unrestricted connection, for checks and fault
+// injection; under redistest.ACLEnv the clients under test are restricted.
+func admin(t *testing.T, srv *redistest.Server) *redis.Client {
+	t.Helper()
+	return srv.Admin()
+}
+
+// lockKey is the hash key of a lock under the default prefix.
+func lockKey(name string) string { return "baton:{" + name + "}" }
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+// longLease is far longer than any wake-up the tests accept, so a waiter
+// that acquires quickly was woken by pub/sub or the retry, not by the TTL.
+const longLease = 30 * time.Second
+
+// fast is the bound for a wake-up that must not wait for the lease.
+const fast = 3 * time.Second
+
+// waitForQueued waits until n calls wait in the queue of lock name.
+func waitForQueued(t *testing.T, srv *redistest.Server, name string, n int64) {
+	t.Helper()
+	rdb := admin(t, srv)
+	require.Eventually(t, func() bool {
+		return rdb.LLen(context.Background(), lockKey(name)+":queue").Val() == n
+	}, 5*time.Second, 2*time.Millisecond, "waiters queued on %s", name)
+}
+
+type acquired struct {
+	lock *Lock
+	took time.Duration
+	err  error
+}
+
+// lockInBackground calls Lock on another goroutine and reports the result
+// and how long it took; the test unlocks, so nothing runs after it ends.
+func lockInBackground(ctx context.Context, c *Client, name string) <-chan acquired {
+	got := make(chan acquired, 1)
+	start := time.Now()
+	go func() {
+		l, err := c.Lock(ctx, name)
+		got <- acquired{lock: l, took: time.Since(start), err: err}
+	}()
+	return got
+}
+
+// receive returns a background Lock's result, failing after fast.
+func receive(t *testing.T, res <-chan acquired) *Lock {
+	t.Helper()
+	select {
+	case r := <-res:
+		require.NoError(t, r.err)
+		return r.lock
+	case <-time.After(fast):
+		t.Fatal("the waiter did not get the lock")
+		return nil
+	}
+}
+
+// lockKeys are the keys of the plain lock called name.
+func (c *Client) lockKeys(name string) (reentrant.Keys, error) {
+	p, err := c.lockResource(name)
+	if err != nil {
+		return reentrant.Keys{}, err
+	}
+	return p.keys, nil
+}
