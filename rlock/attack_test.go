@@ -11,8 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/bench/redistest"
 )
 
 // Holds churn under every attack at once: owners on two clients contend
@@ -24,9 +22,7 @@ import (
 // in the end neither client's table has a hold, nor its watchdog a lease,
 // and the lock is free.
 func TestHoldChurnUnderAttack(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	// One client's go-redis retries a command on a killed connection;
 	// the other's does not, so its Locks and Unlocks see the failures.
 	noRetries, err := New(srv.Client(func(o *redis.Options) { o.MaxRetries = -1 }))

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/reentrant"
 )
 
@@ -50,8 +49,7 @@ func TestTimerOfAPassedHoldFindsItBuilt(t *testing.T) {
 // it is a dead grant: given back, never reported lost (the caller never
 // held it), and the call goes on to take a fresh lock.
 func TestGrantThatPassesWhileAdoptedIsGivenBack(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	const lease = 300 * time.Millisecond
 	var handled, observed atomic.Int32
 	c := newClient(t, srv,
@@ -84,9 +82,7 @@ func TestGrantThatPassesWhileAdoptedIsGivenBack(t *testing.T) {
 // a confirmed release, so Unlock returns nil, and nothing is lost. A
 // re-entry through the handle meanwhile is not obtained: it is not held.
 func TestFailedReleaseAfterTheLeaseRanOut(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	p := startProxy(t, srv.Addr)
 	const lease = 100 * time.Millisecond
 	var losses atomic.Int32
@@ -126,8 +122,7 @@ func TestFailedReleaseAfterTheLeaseRanOut(t *testing.T) {
 // A re-entry through a handle whose hold has been released is not
 // obtained, and says the lock is not held.
 func TestReentryThroughAReleasedHoldIsNotHeld(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	c := newClient(t, srv)
 	l, err := c.Lock(ctx, "given-up")
 	require.NoError(t, err)

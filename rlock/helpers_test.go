@@ -12,6 +12,15 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
+// serve is how most tests start: a ctx bounded like the test, a throwaway
+// redis-server, and the test's own unrestricted connection to it.
+func serve(t *testing.T) (context.Context, *redistest.Server, *redis.Client) {
+	t.Helper()
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	return ctx, srv, admin(t, srv)
+}
+
 // testCtx bounds a whole test.
 func testCtx(t *testing.T) context.Context {
 	t.Helper()

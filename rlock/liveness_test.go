@@ -7,7 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/reentrant"
 )
 
@@ -92,9 +91,7 @@ func TestLivenessJudgedByKeyWhereTheCountCannot(t *testing.T) {
 // grant: the one queued behind it gets the lock. Judged by the count, the
 // release would grant the first waiter, which has stopped looking.
 func TestWithLivenessKeysSkipsAWaiterWithoutAKey(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	const aliveTTL = 150 * time.Millisecond
 	holder := newClient(t, srv, WithLivenessKeys(), WithLivenessTTL(aliveTTL))
 	waiter := newClient(t, srv, WithLivenessKeys(), WithLivenessTTL(aliveTTL))

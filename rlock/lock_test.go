@@ -19,9 +19,7 @@ import (
 // 4 clients × 8 goroutines increment a plain Redis counter by hand
 // (GET, +1, SET) under one lock. Any overlap loses an update.
 func TestMutualExclusion(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	const clients, perClient, total = 4, 8, 2000
 	var occupancy, maxOccupancy atomic.Int64
 	var next atomic.Int64
@@ -58,9 +56,7 @@ func TestMutualExclusion(t *testing.T) {
 }
 
 func TestReentrancyDepth3WhileAnotherOwnerWaits(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	c := newClient(t, srv)
 	count := func() int64 {
 		v, _ := rdb.HGetAll(ctx, lockKey("r")).Result()
@@ -106,9 +102,7 @@ func TestReentrancyDepth3WhileAnotherOwnerWaits(t *testing.T) {
 }
 
 func TestUnlockByNonOwnerAndAfterLeaseExpiry(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	a, b := newClient(t, srv), newClient(t, srv)
 
 	la, err := a.Lock(ctx, "x", WithLease(100*time.Millisecond))
@@ -149,8 +143,7 @@ func TestUnlockByNonOwnerAndAfterLeaseExpiry(t *testing.T) {
 }
 
 func TestFencingTokensIncreaseAcrossHolders(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	clients := []*Client{newClient(t, srv), newClient(t, srv)}
 	var last uint64
 	for i := 0; i < 100; i++ {
@@ -200,8 +193,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestTryLockAndWaitAtMost(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	a, b := newClient(t, srv), newClient(t, srv)
 	l, err := a.Lock(ctx, "t")
 	require.NoError(t, err)
@@ -225,9 +217,7 @@ func TestTryLockAndWaitAtMost(t *testing.T) {
 }
 
 func TestCancelledWaitLeavesNothingBehind(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	a, b := newClient(t, srv), newClient(t, srv)
 	l, err := a.Lock(ctx, "c")
 	require.NoError(t, err)
@@ -259,9 +249,7 @@ func TestCancelledWaitLeavesNothingBehind(t *testing.T) {
 }
 
 func TestUncontendedPathIsOneScriptCall(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	c := newClient(t, srv)
 	warm, err := c.Lock(ctx, "warm") // loads the scripts (EVAL on NOSCRIPT)
 	require.NoError(t, err)
@@ -299,8 +287,7 @@ func scriptCallsOnly(s redistest.CommandStats) redistest.CommandStats {
 }
 
 func TestForceUnlockCancelsLocalHolder(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	c := newClient(t, srv)
 	l, err := c.Lock(ctx, "f")
 	require.NoError(t, err)
@@ -316,9 +303,7 @@ func TestForceUnlockCancelsLocalHolder(t *testing.T) {
 }
 
 func TestCloseWakesWaitersAndReleasesHolds(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	holder, c := newClient(t, srv), newClient(t, srv)
 	l, err := holder.Lock(ctx, "held")
 	require.NoError(t, err)
@@ -342,8 +327,7 @@ func TestCloseWakesWaitersAndReleasesHolds(t *testing.T) {
 }
 
 func TestOwnersAreNotSharedByAccident(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	c := newClient(t, srv)
 	l, err := c.Lock(ctx, "o")
 	require.NoError(t, err)
@@ -379,9 +363,7 @@ func TestErrorsAreDistinct(t *testing.T) {
 // A fixed lease that ran out unnoticed must not let its old handle release
 // the owner's next hold, which Redis counts under the same owner ID.
 func TestExpiredHoldDoesNotReleaseTheOwnersNextHold(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	c := newClient(t, srv)
 	job := WithOwner(ctx, "job-7")
 	old, err := c.Lock(job, "e", WithLease(100*time.Millisecond))

@@ -111,9 +111,7 @@ func TestReplyLostAfterTheScriptRan(t *testing.T) {
 // deadline, which is never later than Redis's own expiry of the lock, and
 // waiters must return on their ctx.
 func TestBlackholedConnection(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	px := startProxy(t, srv.Addr)
 	const lease = 600 * time.Millisecond
 	holder, err := New(px.client(t, ctxBound), WithWatchdogLease(lease))

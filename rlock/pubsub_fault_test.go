@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/bench/redistest"
 )
 
 // 16 workers over 4 clients increment a plain key by hand under one lock
@@ -25,9 +23,7 @@ import (
 // bounded this way: the lock is not fair, and a waiter can lose every race
 // to others, so that is only logged.
 func TestPubSubKilledRepeatedlyUnderContention(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	const (
 		lease             = 600 * time.Millisecond
 		clients, per      = 4, 4

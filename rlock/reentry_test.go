@@ -4,16 +4,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/bench/redistest"
 )
 
 // A Lock call re-enters through the innermost handle of its own client's
 // lock of that name, however many handles of other locks and other
 // clients its ctx carries inside that one; with none, it is a new owner.
 func TestReentryFindsItsHandlePastOtherLocks(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	c, other := newClient(t, srv), newClient(t, srv)
 	outer, err := c.Lock(ctx, "a")
 	require.NoError(t, err)

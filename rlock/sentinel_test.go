@@ -4,10 +4,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/bench/redistest"

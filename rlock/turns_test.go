@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/bench/redistest"
 )
 
 // A re-entry waiting for its turn hears at once of what settles it, with
@@ -15,8 +13,7 @@ import (
 // cause), and the Unlock of the handle it re-enters through while a
 // nested handle holds that handle's turn (not obtained, not held).
 func TestTurnWaitersHearOfTheEndAtOnce(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	c := newClient(t, srv)
 	// waitTurn re-enters through via in the background, once a nested
 	// handle holds via's turn, and returns when the call waits for it.

@@ -22,9 +22,7 @@ import (
 const shortLease = 600 * time.Millisecond
 
 func TestWatchdogKeepsLockAlivePastItsLease(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	c := newClient(t, srv, WithWatchdogLease(shortLease))
 	l, err := c.Lock(ctx, "alive")
 	require.NoError(t, err)
@@ -47,9 +45,7 @@ func TestWatchdogKeepsLockAlivePastItsLease(t *testing.T) {
 }
 
 func TestAdminDeleteSignalsLoss(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	var lostName string
 	var logs bytes.Buffer
 	var mu sync.Mutex
@@ -91,8 +87,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestRedisRestartSignalsLoss(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	c := newClient(t, srv, WithWatchdogLease(shortLease))
 	l, err := c.Lock(ctx, "restart")
 	require.NoError(t, err)
@@ -113,9 +108,7 @@ func TestRedisRestartSignalsLoss(t *testing.T) {
 // Renewal must never outlive the hold: after a storm of Lock, Unlock and
 // cancelled waits, no key is left and no renewal is sent.
 func TestNoZombieRenewalAfterStorm(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	rdb := admin(t, srv)
+	ctx, srv, rdb := serve(t)
 	clients := []*Client{
 		newClient(t, srv, WithWatchdogLease(shortLease)),
 		newClient(t, srv, WithWatchdogLease(shortLease)),
@@ -175,8 +168,7 @@ func TestNoZombieRenewalAfterStorm(t *testing.T) {
 }
 
 func TestHeldLocksAddNoGoroutines(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
+	ctx, srv, _ := serve(t)
 	c := newClient(t, srv, WithWatchdogLease(shortLease))
 	warm, err := c.Lock(ctx, "warm")
 	require.NoError(t, err)
