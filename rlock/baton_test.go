@@ -25,27 +25,14 @@ func TestFIFOAcrossClients(t *testing.T) {
 	l, err := holder.Lock(ctx, "fifo", WithLease(longLease))
 	require.NoError(t, err)
 	const n = 6
-	var mu sync.Mutex
-	var order []int
-	var wg sync.WaitGroup
+	var turns arrivals
 	for i := range n {
-		c := newClient(t, srv)
-		wg.Go(func() {
-			got, err := c.Lock(ctx, "fifo")
-			if !assertNoError(t, err) {
-				return
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			assertNoError(t, got.Unlock(ctx))
-		})
+		turns.lockInTurn(ctx, t, newClient(t, srv), "fifo", i)
 		waitForQueued(t, srv, "fifo", int64(i+1))
 		time.Sleep(80 * time.Millisecond)
 	}
 	require.NoError(t, l.Unlock(ctx))
-	wg.Wait()
-	require.Equal(t, []int{0, 1, 2, 3, 4, 5}, order, "acquisition order is arrival order")
+	require.Equal(t, []int{0, 1, 2, 3, 4, 5}, turns.order(), "acquisition order is arrival order")
 }
 
 // A waiter that gives up leaves the queue: the next one gets the release.

@@ -49,23 +49,12 @@ func testFIFOAcrossSlotMigration(t *testing.T, cl *redistest.Cluster) {
 		require.Eventually(t, func() bool { return holder.rdb.LLen(ctx, lockKey(name)+":queue").Val() == n },
 			10*time.Second, 2*time.Millisecond)
 	}
-	var mu sync.Mutex
-	var order []int
-	var wg sync.WaitGroup
+	var turns arrivals
 	var channels []string
 	for i := range 3 {
 		c := clusterClient(t, cl.ClusterClient())
 		channels = append(channels, lockKey(name)+":grant:"+c.id)
-		wg.Go(func() {
-			got, err := c.Lock(ctx, name)
-			if !assertNoError(t, err) {
-				return
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			assertNoError(t, got.Unlock(ctx))
-		})
+		turns.lockInTurn(ctx, t, c, name, i)
 		queued(int64(i + 1))
 	}
 	cl.MigrateSlot(t, slot.Of(name), to)
@@ -75,8 +64,7 @@ func testFIFOAcrossSlotMigration(t *testing.T, cl *redistest.Cluster) {
 			10*time.Second, 5*time.Millisecond, "the waiter subscribes again on the new master")
 	}
 	require.NoError(t, l.Unlock(ctx))
-	wg.Wait()
-	require.Equal(t, []int{0, 1, 2}, order, "acquisition order is arrival order")
+	require.Equal(t, []int{0, 1, 2}, turns.order(), "acquisition order is arrival order")
 }
 
 // clusterClient is a Client on a cluster connection pool of its own, like a

@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,4 +113,33 @@ func (c *Client) lockKeys(name string) (reentrant.Keys, error) {
 		return reentrant.Keys{}, err
 	}
 	return p.keys, nil
+}
+
+// arrivals records the order in which Lock calls made in the background
+// got their lock.
+type arrivals struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	got []int
+}
+
+// lockInTurn calls c.Lock for name in the background; once it has the
+// lock, it records i and unlocks.
+func (a *arrivals) lockInTurn(ctx context.Context, t *testing.T, c *Client, name string, i int) {
+	a.wg.Go(func() {
+		l, err := c.Lock(ctx, name)
+		if !assertNoError(t, err) {
+			return
+		}
+		a.mu.Lock()
+		a.got = append(a.got, i)
+		a.mu.Unlock()
+		assertNoError(t, l.Unlock(ctx))
+	})
+}
+
+// order waits for every call, and returns the order they got the lock in.
+func (a *arrivals) order() []int {
+	a.wg.Wait()
+	return a.got
 }
