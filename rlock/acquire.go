@@ -21,8 +21,8 @@ import (
 // owner of its own.
 //
 // Errors: ErrInvalidName, ErrInvalidOption; ErrNotObtained when WaitAtMost
-// ran out, or joined with ctx.Err() when ctx ended; ErrClosed; or the Redis
-// error. A failed call never leaves the lock taken.
+// ran out, or when ctx ended (then matching ctx.Err() too); ErrClosed; or
+// the Redis error. A failed call never leaves the lock taken.
 func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (*Lock, error) {
 	return c.observed(c.obtain(ctx, name, opts, true))
 }

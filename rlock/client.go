@@ -112,7 +112,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
-		holds := c.table.close() // no hold joins the table after this
+		holds := c.table.close() // no hold is added to the table after this
 		c.background.stop()
 		err = lower(c.hub.Close())
 		var held []*handle

@@ -26,7 +26,7 @@ type handle struct {
 	ctx    handleContext // its Context, part of the handle: one allocation fewer
 	cancel func(cause error)
 
-	unlockMu  sync.Mutex // one Unlock attempt at a time
+	unlockMu  sync.Mutex // guards the unlock: one attempt at a time
 	unlockReq string     // one request ID for every attempt, so a retry replays
 
 	member    membership // its place in hold.handles, which owns it

@@ -23,7 +23,7 @@ type holdTable struct {
 	closed atomic.Bool // set under mu; read without it by calls that fail fast
 }
 
-// holdsOf lists the holds in the table that match selects.
+// holdsOf lists the holds in the table for which match is true.
 func (t *holdTable) holdsOf(match func(*hold) bool) []*hold {
 	t.mu.Lock()
 	defer t.mu.Unlock()
