@@ -1,11 +1,16 @@
 // Package reentrant is the Redis side of baton's reentrant lock: the Lua
 // scripts, the key and channel names, and the typed results of acquire,
-// release, renew, leave, force-release and inspect.
+// release, renew, leave, force-release and inspect. It has no goroutines
+// and no timers; waiting, renewal and ownership live in the packages above
+// it. This comment is the protocol the scripts and their clients keep;
+// rlock's documentation tells the client's side.
 //
-// A lock named N is a hash at <prefix>{N} whose fields are owner IDs and
-// whose values are hold counts; the hash carries the lease as its PEXPIRE.
-// Every key and shard channel derived from N carries the same {N} hash tag,
-// so one lock lives in one cluster slot and every script is single-slot:
+// # Keys
+//
+// A lock named N is a hash whose fields are owners and whose values are
+// their hold counts; the hash carries the lease as its PEXPIRE. Every key
+// and shard channel derived from N carries the same {N} hash tag, so one
+// lock lives in one cluster slot and every script is single-slot:
 //
 //	<prefix>{N}                the lock hash
 //	<prefix>{N}:fence          the fencing-token counter (never expires)
@@ -15,33 +20,131 @@
 //	<prefix>{N}:req:<id>       a request's remembered result (expires)
 //	<prefix>grant:<client>     a client's grant channel (<prefix>{N}:grant:<client> sharded)
 //
-// Invariants the scripts guard:
-//   - only the owner that holds a lock can re-enter, renew or release it, and
-//     only under its hold's token;
-//   - the fencing token rises on every new hold, taken or granted, and is kept
-//     on re-entry; it follows the server clock, so it also rises across a lost
-//     counter;
-//   - nobody takes a free lock past a non-empty queue: the release that frees
-//     it, or the first script to find it free, grants it to the oldest live
-//     waiter in the same script and publishes one message to that waiter.
-//     A script skips a bounded number of dead entries; past more, it takes
-//     nothing, says so, and the same call runs the grant again, until the
-//     lock is granted or the queue is empty (the call's own runs are
-//     bounded too; the next call goes on).
-//     A waiter no receiver counted is skipped; where the count cannot judge
-//     (Namespace.ReceiversElsewhere) a waiter without a liveness key is
-//     skipped before anything is published, and every grant published is
-//     kept;
-//   - a request ID runs at most once: a retried call (go-redis resends on
-//     timeouts) replays the first result instead of counting, queueing or
-//     granting again; an owner made for one call (AcquireNew) needs no
-//     request key, because a hold it already has can only be that call's own;
-//   - a grant publishes before its first write, so a missing channel
-//     permission fails the script with the lock and the queue as they were;
-//     and after a write that changes nothing, so a node that refuses writes
-//     (a replica, such as a demoted master) fails it before anything is
-//     published.
+// # Holds and tokens
 //
-// The package has no goroutines and no timers; waiting, renewal and ownership
-// live in the packages above it.
+// Only the owner that holds a lock can re-enter, renew or release it, and
+// only under its hold's token: a release, a renewal or a re-entry meant
+// for a hold that has ended cannot touch the same owner's next hold. The
+// lock is exclusive, so the counter's value is the token of the hold.
+//
+// The token rises on every new hold, taken or granted, and is kept on
+// re-entry. It is the larger of the counter's next value and the server
+// clock in microseconds, so it rises across a lost counter too (a restart
+// without data, a failover that lost the last increments).
+//
+// A lease is applied in whole milliseconds, rounded up. Re-entry and
+// renewal never shorten it: the holds of one owner were promised at least
+// what the longest of them asked for.
+//
+// # The baton pass
+//
+// Waiters queue in Redis, and whatever frees the lock hands it on in the
+// same script. A call that may wait first subscribes, under a waiter ID of
+// its own, to its client's grant channel; once Redis has confirmed the
+// subscription it queues, with the same acquire script that takes a free
+// lock. A held lock gets the waiter's record (Waiter.record) at the back
+// of its queue, once however often the call is repeated.
+//
+// The script that frees the lock (the release of the last hold, the leave
+// of a waiter that had been granted it, a force-release) grants it to the
+// oldest live waiter: the waiter's owner becomes the holder, with hold
+// count 1, a new token and the lease the waiter asked for, and one grant
+// message (ParseGrant) is published to the waiter's channel. The grant is
+// the wake-up: the waiter's call returns on it, with no further round
+// trip. Since the waiter subscribed before it queued, a grant published
+// after it queued reaches it.
+//
+// Nobody takes a free lock past a non-empty queue: the script that frees
+// it, or the first script to find it free (a lease ran out), grants it to
+// the queue's head, which may be the caller.
+//
+// # Looks
+//
+// A waiter runs its acquire again (a look) where it may have missed its
+// grant: after its subscription was lost and restored, when the holder's
+// lease should have run out (the first look grants the head), and at
+// least every third of its lease. A look finds the grant the waiter was
+// handed, message or not: an owner made for one call holds the lock only
+// through its grant, and a shared owner's grant is kept in the granted
+// key. Each look that finds the waiter still queued is a moment known to
+// precede its grant, so a grant leaves at least two thirds of the lease to
+// rely on.
+//
+// A waiter that gives up leaves (Keys.Leave): its record goes, or, if it
+// was granted the lock meanwhile, the same script passes the lock on. A
+// grant that reaches a client whose waiter has gone must be passed on by
+// that client (a release of the granted hold), unless the hold is already
+// in use there (a look found it first).
+//
+// # Liveness
+//
+// A grant goes only to a live waiter. PUBLISH and SPUBLISH return how
+// many clients received the message, and on a single node, and on a
+// shard's master, that count is exact: a waiter nobody received is dropped
+// from the queue and the next is tried.
+//
+// Where a waiter's subscription may be on another node than the one that
+// runs the grant (Namespace.ReceiversElsewhere: PUBLISH on a cluster, a
+// Sentinel client on a demoted master) the count misses receivers the
+// message still reaches, so a message sent cannot be taken back. There
+// each look keeps its client's liveness key for AliveTTL; a grant drops,
+// unpublished, a waiter without one, and keeps every grant it publishes.
+// Such a grant's lease lasts only the liveness TTL until its waiter
+// confirms it (a renewal, or a look): a waiter that crashed while its key
+// still lived holds the lock that long, not its whole lease.
+//
+// # Draining
+//
+// One script drops a bounded number of dead entries (grantTries in
+// lua/grant.lua), which bounds how long it blocks the server. A script
+// that runs out with entries left takes nothing and says so: the lock is
+// then free with a queue behind it, which nobody may take past. The call
+// that freed it runs lua/pass.lua until the lock is granted or the queue
+// is empty (Keys.handOn); an acquire that found it so reports Draining and
+// runs again. Each call's runs are bounded too (drainPasses); the next
+// call, or a waiter's look, goes on where it stopped.
+//
+// # Replay
+//
+// go-redis resends a command on a read timeout, so one call may run twice.
+// A request ID runs at most once: the request key remembers the result of
+// an acquire or a release for RequestTTL, and a resent call replays it
+// instead of counting, queueing or granting again. An owner made for one
+// call (AcquireNew) needs no request key: a hold it already has can only
+// be that call's own. A waiter's record is the same in every run of its
+// call, so it is queued once and left by value. Leave and pass act only
+// on what they find (the waiter's record, a free lock), so a resend grants
+// nothing twice.
+//
+// # Failure
+//
+// A grant publishes before its first write, so a missing channel
+// permission fails the script with the lock and the queue as they were.
+// Before its first message it runs a write that changes nothing (GETEX on
+// the fencing counter), so a node that refuses writes (a replica, such as
+// a demoted master a client still reaches after a failover, or a master
+// short of min-replicas-to-write) fails the script before any waiter hears
+// of a grant that was never made.
+// An error reply to a script is returned as a redis.Error (errors.As):
+// the server answered, so the call ran and failed, rather than possibly
+// ran unseen as after a lost reply (Redis keeps what a script wrote
+// before its error). Its message names the Lua file and the line in it.
+//
+// # Scripts
+//
+// The scripts are lua/*.lua, run by EVALSHA (EVAL when not cached). Those
+// that can leave a lock free run the library first: lua/token.lua (the
+// fencing token), lua/record.lua (the queue record's reader) and
+// lua/grant.lua (the grant, and passOn, the tail that grants or deletes).
+// Every script keeps these conventions (the order of arguments holds for
+// the lock's own scripts, not the Redisson ones):
+//   - a header says what it does, then names every key and argument, one
+//     a line, as "KEYS[n] name: meaning" and "ARGV[n] name: meaning", then
+//     what it returns;
+//   - the first lines read each entry once into a local of that name, and
+//     nothing below reads KEYS or ARGV; a flag ('1' or '0') is read as a
+//     boolean there, and a duration in ms is named with the suffix Ms;
+//   - arguments come in one order: the owner and its token, the call's own
+//     values, the waiter's, and the publish command last;
+//   - library files define local functions only, and read no KEYS or ARGV.
 package reentrant

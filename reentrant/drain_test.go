@@ -251,7 +251,7 @@ func TestQueuedWaiterBehindDeadOnesKeepsItsPlace(t *testing.T) {
 // on where the last stopped.
 func TestDrainingIsBounded(t *testing.T) {
 	ctx, rdb, l := setup(t, "drain-bound")
-	m := regexp.MustCompile(`local grantTries = (\d+)`).FindStringSubmatch(grantLua)
+	m := regexp.MustCompile(`local grantTries = (\d+)`).FindStringSubmatch(luaFiles("grant.lua")[0].text)
 	require.NotNil(t, m)
 	tries, err := strconv.Atoi(m[1])
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package reentrant
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -82,7 +81,6 @@ func TestDerivedKeysShareOneSlot(t *testing.T) {
 func TestReleaseStatusString(t *testing.T) {
 	require.Equal(t, "released", Released.String())
 	require.Equal(t, "ReleaseStatus(9)", ReleaseStatus(9).String())
-	require.True(t, errors.Is(fmt.Errorf("x: %w", ErrNotHeld), ErrNotHeld))
 }
 
 // BenchmarkKeys derives a lock's keys, as every Lock does: one allocation

@@ -6,6 +6,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// passScript runs lua/pass.lua.
+var passScript = grantingScript("pass.lua")
+
 // drainPasses bounds the script runs one call spends getting a free lock's
 // queue past entries that no longer listen. Each run drops up to 16 of them
 // (grantTries in grant.lua, which bounds how long one script blocks the

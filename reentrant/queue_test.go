@@ -303,3 +303,26 @@ func TestParseGrantRejectsOtherMessages(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Grant{Waiter: "w2", Lock: "n", Token: 7, Owner: "B", Unconfirmed: 150 * time.Millisecond}, g)
 }
+
+func TestShardedGrant(t *testing.T) {
+	ctx, rdb, _ := setup(t, "unused")
+	l, err := Namespace{Sharded: true}.Keys("sharded")
+	require.NoError(t, err)
+	w := Waiter{ID: "w1", Channel: l.GrantChannel("c1")}
+	sub := rdb.SSubscribe(ctx, w.Channel)
+	defer sub.Close()
+	_, err = sub.Receive(ctx)
+	require.NoError(t, err)
+	a, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
+	require.NoError(t, err)
+	_, err = l.AcquireNew(ctx, rdb, "B", testLease, w)
+	require.NoError(t, err)
+	rel, err := l.Release(ctx, rdb, "A", a.Token, "r2")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	msg, err := sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	g, err := ParseGrant(msg.Payload)
+	require.NoError(t, err)
+	require.Equal(t, "w1", g.Waiter)
+}

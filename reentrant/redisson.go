@@ -85,6 +85,7 @@ func NewRedissonField(clientID, owner string) (RedissonField, error) {
 // String is the field as stored in the hash.
 func (f RedissonField) String() string { return f.s }
 
+// check refuses the zero RedissonField (ErrInvalidOwner).
 func (f RedissonField) check() error {
 	if f.s == "" {
 		return fmt.Errorf("%w: zero RedissonField", ErrInvalidOwner)
@@ -196,6 +197,7 @@ func IsRedissonWake(payload string) bool {
 	return payload == RedissonUnlockMessage || payload == RedissonReadUnlockMessage
 }
 
+// publishCommand is the command that publishes the lock's unlocks.
 func (k RedissonKeys) publishCommand() string {
 	if k.Sharded {
 		return "spublish"
@@ -203,6 +205,7 @@ func (k RedissonKeys) publishCommand() string {
 	return "publish"
 }
 
+// check refuses the zero RedissonKeys (ErrInvalidName).
 func (k RedissonKeys) check() error {
 	if k.Hash == "" {
 		return fmt.Errorf("%w: zero RedissonKeys", ErrInvalidName)

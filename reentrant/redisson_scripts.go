@@ -2,7 +2,6 @@ package reentrant
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"time"
@@ -10,20 +9,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The scripts of the Redisson format: lua/redisson_*.lua, each alone.
 var (
-	//go:embed lua/redisson_acquire.lua
-	redissonAcquireLua string
-	//go:embed lua/redisson_unlock.lua
-	redissonUnlockLua string
-	//go:embed lua/redisson_renew.lua
-	redissonRenewLua string
-	//go:embed lua/redisson_force_unlock.lua
-	redissonForceUnlockLua string
-
-	redissonAcquireScript     = redis.NewScript(redissonAcquireLua)
-	redissonUnlockScript      = redis.NewScript(redissonUnlockLua)
-	redissonRenewScript       = redis.NewScript(redissonRenewLua)
-	redissonForceUnlockScript = redis.NewScript(redissonForceUnlockLua)
+	redissonAcquireScript     = plainScript("redisson_acquire.lua")
+	redissonUnlockScript      = plainScript("redisson_unlock.lua")
+	redissonRenewScript       = plainScript("redisson_renew.lua")
+	redissonForceUnlockScript = plainScript("redisson_force_unlock.lua")
 )
 
 // RedissonAcquireResult is the outcome of one acquire in Redisson's format.
@@ -54,16 +45,13 @@ func (k RedissonKeys) AcquireFresh(ctx context.Context, rdb redis.Scripter, fiel
 	return k.acquire(ctx, rdb, field, lease, true)
 }
 
+// acquire runs redisson_acquire.lua for Acquire and AcquireFresh.
 func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration, fresh bool) (RedissonAcquireResult, error) {
 	ms, err := k.args(field, lease)
 	if err != nil {
 		return RedissonAcquireResult{}, err
 	}
-	flag := "0"
-	if fresh {
-		flag = "1"
-	}
-	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, flag).Int64()
+	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, wireFlag(fresh)).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return RedissonAcquireResult{Acquired: true}, nil

@@ -181,14 +181,14 @@ func isFailover(o *redis.Options) bool {
 
 // renew is the watchdog's batch: one pipeline of renew scripts.
 func (c *Client) renew(ctx context.Context, batch []*hold) []error {
-	holds := make([]reentrant.Hold, len(batch))
+	renewals := make([]reentrant.Renewal, len(batch))
 	for i, h := range batch {
-		holds[i] = reentrant.Hold{Keys: h.keys, Owner: h.key.owner, Token: h.token}
+		renewals[i] = reentrant.Renewal{Keys: h.keys, Owner: h.key.owner, Token: h.token}
 	}
-	errs := reentrant.RenewAll(ctx, c.rdb, holds, c.cfg.watchdogLease)
-	for i, err := range errs {
-		if errors.Is(err, reentrant.ErrNotHeld) {
-			errs[i] = fmt.Errorf("%w: %w", watchdog.ErrNotHeld, err)
+	renewed, errs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
+	for i := range errs {
+		if errs[i] == nil && !renewed[i] {
+			errs[i] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, batch[i].keys.Name)
 		}
 	}
 	return errs

@@ -1,33 +1,24 @@
--- The baton pass, shared by every script that can leave a lock free (it is
--- prepended to them): hand a free lock to the oldest live waiter.
---
--- The queue is a list under the lock's hash tag, oldest first. Each element
--- is one waiter's record, all its grant needs (see parseWaiter). A waiter
--- is live when its client's subscription receives the grant: PUBLISH and SPUBLISH return how many clients received
--- it, and that count is exact on a single node and on a shard's master. A
--- waiter nobody received is dropped and the next is tried, up to grantTries
--- per script, which bounds how long one script blocks the server. A script
--- that runs out of tries with entries left says so in its reply: the lock
--- is then free with a queue behind it, which nobody may take past (see
--- acquire.lua), and the client runs the grant again (pass.lua) until it
--- grants someone or empties the queue; any waiter's look grants too.
--- Where a waiter may listen on another node than this one
--- ('publish-alive': PUBLISH on a cluster, or a Sentinel client on a
--- demoted master), the count misses receivers the message still reaches,
--- so a message sent cannot be taken back. There the waiter's liveness key,
--- which each of its looks sets for a few seconds, is checked first: a
--- waiter without one is dropped unpublished, and every grant published is
--- kept. Such a grant's lease is at most the liveness key's TTL until the
--- waiter confirms it (renews, or looks again): a waiter that crashed while
--- its key still lived holds the lock that long, not its whole lease.
---
--- The grant is published before any write: if the channel is refused (an
--- ACL without it), the script fails with the lock and the queue as they
--- were. And nothing is published where the writes would be refused: a
--- waiter listening on a replica (a demoted master a client still reaches
--- after a failover), or on a master short of min-replicas-to-write, would
--- believe in a grant never made. So before its first message a script
--- runs writeProbe, which Redis refuses there as it would any write.
+-- Library (see script.go): the baton pass, shared by every script that can
+-- leave a lock free: hand a free lock to the oldest live waiter. The
+-- protocol is the package doc's (doc.go: The baton pass, Liveness,
+-- Draining); what the code must keep:
+--   - a waiter is live when its grant message was received (PUBLISH and
+--     SPUBLISH count receivers), or, with 'publish-alive', when its
+--     liveness key exists: then every grant published is kept, and its
+--     lease is the record's unconfirmed one until the waiter confirms it;
+--   - a dead waiter's record is dropped; up to grantTries per script, which
+--     bounds how long one script blocks the server;
+--   - the grant is published before any write: if the channel is refused
+--     (an ACL without it), the script fails with the lock and the queue as
+--     they were;
+--   - nothing is published where the writes would be refused (a replica,
+--     such as a demoted master a client still reaches after a failover, or
+--     a master short of min-replicas-to-write): a waiter listening there
+--     would believe in a grant never made. Before its first message a
+--     script runs writeProbe, which Redis refuses there as any write.
+
+-- grantTries is how many queue entries one script tries before it gives
+-- up with entries left (see grant).
 local grantTries = 16
 
 -- writeProbe is a write that changes nothing: GETEX without options reads
@@ -39,76 +30,13 @@ local function writeProbe(fence)
   redis.call('getex', fence)
 end
 
--- formatToken prints a token: they are around 1.7e15 (microseconds), which
--- Lua numbers hold exactly but '..' would print as floats.
-local function formatToken(token)
-  return string.format('%d', token)
-end
-
--- clockToken is the server clock in microseconds: tokens follow it, so
--- they stay above every earlier token when the counter is lost (a restart
--- without data, a failover that lost the last increments).
-local function clockToken()
-  local now = redis.call('time')
-  return tonumber(now[1]) * 1000000 + tonumber(now[2])
-end
-
--- nextToken is the token of a new hold: the larger of the counter's next
--- value and the clock. last is the counter's value if the caller has read
--- it (false when it is missing), nil if not.
-local function nextToken(fence, last)
-  if last == nil then
-    last = redis.call('get', fence)
-  end
-  return math.max(tonumber(last or 0) + 1, clockToken())
-end
-
--- take makes owner the holder of the lock, with lease ms and token, and
--- returns the token. With clear, whatever hold was left in the hash goes
--- first.
-local function take(hash, fence, owner, lease, token, clear)
-  if clear then
-    redis.call('del', hash)
-  end
+-- take makes owner the holder of the lock, with lease ms and token, in
+-- place of whatever hold was left in the hash.
+local function take(hash, fence, owner, lease, token)
+  redis.call('del', hash)
   redis.call('hset', hash, owner, 1)
   redis.call('pexpire', hash, lease)
   redis.call('set', fence, formatToken(token))
-  return token
-end
-
--- takeFree takes a free lock with nobody queued for owner: the counter is
--- read and written in one SET ... GET, and written again only when it is
--- ahead of the clock.
-local function takeFree(hash, fence, owner, lease)
-  local token = clockToken()
-  local last = tonumber(redis.call('set', fence, formatToken(token), 'get') or 0)
-  if last >= token then
-    token = last + 1
-    redis.call('set', fence, formatToken(token))
-  end
-  redis.call('hset', hash, owner, 1)
-  redis.call('pexpire', hash, lease)
-  return token
-end
-
--- parseWaiter reads a queue record, as Waiter.record writes it:
--- "<id> <lease ms> <lease until confirmed, ms> <1 if the owner is shared,
--- else 0> <channel length> <liveness key length> <channel><liveness
--- key><owner>". It returns nil for anything else (an entry written by
--- another version of baton).
-local function parseWaiter(rec)
-  local id, lease, unconfirmed, shared, nc, na, rest =
-    string.match(rec, '^(%S+) (%d+) (%d+) ([01]) (%d+) (%d+) (.*)$')
-  if not id then
-    return nil
-  end
-  nc, na = tonumber(nc), tonumber(na)
-  local w = {id = id, l = lease, u = unconfirmed, shared = shared == '1', c = string.sub(rest, 1, nc),
-    o = string.sub(rest, nc + na + 1)}
-  if na > 0 then
-    w.a = string.sub(rest, nc + 1, nc + na)
-  end
-  return w
 end
 
 -- grant hands the free lock to the oldest live waiter. self is the calling
@@ -154,7 +82,7 @@ local function grant(hash, fence, queue, granted, publish, self, last)
     if received > 0 then
       -- The caller's own grant is confirmed by this very call.
       local lease = w.id == self and w.l or w.u
-      take(hash, fence, w.o, lease, token, true)
+      take(hash, fence, w.o, lease, token)
       if w.shared then
         -- Its owner holding the lock does not tell this waiter that the
         -- grant was its own, as it does for an owner made for one call: a
@@ -165,4 +93,19 @@ local function grant(hash, fence, queue, granted, publish, self, last)
     end
   end
   return nil, nil, redis.call('lindex', queue, 0) ~= false
+end
+
+-- passOn hands on a lock whose last hold is being given up: to the oldest
+-- live waiter (see grant), or, when it granted nobody, to nobody, by
+-- deleting the hash. last is the fencing counter's value, if the caller
+-- has read it (see nextToken). It returns true when it granted nobody but
+-- left entries in the queue (grant's left): the lock is then free behind
+-- them, and the script's reply tells the client to run pass.lua.
+local function passOn(hash, fence, queue, granted, publish, last)
+  local id, _, left = grant(hash, fence, queue, granted, publish, '', last)
+  if id then
+    return false
+  end
+  redis.call('del', hash)
+  return left
 end

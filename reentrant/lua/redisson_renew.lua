@@ -1,15 +1,21 @@
 -- Extend the leases of locks in Redisson's RLock format, each only while its
 -- field still holds it, as Redisson's watchdog does: a batch of locks, all
 -- in one cluster slot, renewed to one lease.
--- KEYS[i] the i-th lock's hash
+-- KEYS[i] locks[i]: the i-th lock's hash
 -- ARGV[1] leaseMs: the lease in ms, set as it is (it may shorten a lease)
--- ARGV[1+i] the field holding the i-th lock
+-- ARGV[1+i] fields[i]: the field holding the i-th lock
 -- Returns one number per lock: 1 renewed, 0 its field is gone (the hold
 -- was lost; nothing changed).
+local locks = KEYS
 local leaseMs = ARGV[1]
+local fields = {}
+for i = 1, #locks do
+  fields[i] = ARGV[1 + i]
+end
+
 local renewed = {}
-for i, lock in ipairs(KEYS) do
-  if redis.call('hexists', lock, ARGV[i + 1]) == 1 then
+for i, lock in ipairs(locks) do
+  if redis.call('hexists', lock, fields[i]) == 1 then
     redis.call('pexpire', lock, leaseMs)
     renewed[i] = 1
   else

@@ -1,24 +1,32 @@
 -- Leave one hold of a reentrant lock; the last one hands the lock to the
--- oldest live waiter, in this same script (see grant).
--- KEYS[1] lock hash, KEYS[2] fencing counter, KEYS[3] request key,
--- KEYS[4] queue, KEYS[5] granted
--- ARGV[1] owner, ARGV[2] the hold's token, ARGV[3] request-key TTL in ms,
--- ARGV[4] 'publish', 'spublish' or 'publish-alive'
+-- oldest live waiter, in this same script, or frees it (see passOn).
+-- KEYS[1] hash: the lock hash
+-- KEYS[2] fence: the fencing-token counter
+-- KEYS[3] req: the request key, which remembers this request's result so
+--         that a retried call replays it
+-- KEYS[4] queue: the waiters
+-- KEYS[5] granted: the last grant to a shared owner's waiter
+-- ARGV[1] owner: the owner leaving a hold
+-- ARGV[2] token: the token of its hold
+-- ARGV[3] requestMs: how long the request key lasts, in ms
+-- ARGV[4] publish: 'publish', 'spublish' or 'publish-alive' (see grant)
 -- Returns the owner's remaining hold count (0 = released, and granted to
--- the next waiter if any), -1 when ARGV[1] does not hold the lock under
--- token ARGV[2], or -2 when it released the lock and granted nobody but
--- left entries in the queue (see grant): the client runs pass.lua.
-local hash, fence, req = KEYS[1], KEYS[2], KEYS[3]
+-- the next waiter if any), -1 when owner does not hold the lock under
+-- token, or -2 when it released the lock and granted nobody but left
+-- entries in the queue (see grant): the client runs pass.lua.
+local hash, fence, req, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, token, requestMs, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
 -- One read for the replay record and the counter.
 local seen = redis.call('mget', req, fence)
 if seen[1] then
   return tonumber(seen[1])
 end
 
-local count = tonumber(redis.call('hget', hash, ARGV[1]))
+local count = tonumber(redis.call('hget', hash, owner))
 -- The token tells holds apart: a release meant for a hold that expired must
 -- not release the same owner's next hold.
-if not count or seen[2] ~= ARGV[2] then
+if not count or seen[2] ~= token then
   return -1
 end
 
@@ -26,19 +34,16 @@ count = count - 1
 if count > 0 then
   -- The lease is left as it is: the remaining holds were promised at
   -- least what the longest of them asked for, and re-entry never shortens.
-  redis.call('hincrby', hash, ARGV[1], -1)
+  redis.call('hincrby', hash, owner, -1)
 else
   -- The grant replaces this hold; with no live waiter the lock is free.
   -- No PUBLISH when nobody waits: the grant publishes only to a waiter.
-  local id, _, left = grant(hash, fence, KEYS[4], KEYS[5], ARGV[4], '', seen[2])
-  if not id then
-    redis.call('del', hash)
-    if left then
-      -- Remembered as it is: a resent release asks for the pass again,
-      -- which grants nothing twice (pass.lua runs only on a free lock).
-      count = -2
-    end
+  local left = passOn(hash, fence, queue, granted, publish, seen[2])
+  if left then
+    -- Remembered as it is: a resent release asks for the pass again,
+    -- which grants nothing twice (pass.lua runs only on a free lock).
+    count = -2
   end
 end
-redis.call('set', req, count, 'px', ARGV[3])
+redis.call('set', req, count, 'px', requestMs)
 return count

@@ -1,0 +1,32 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// forceReleaseScript runs lua/force_release.lua.
+var forceReleaseScript = grantingScript("force_release.lua")
+
+// ForceRelease deletes the lock whoever holds it and grants it to the
+// oldest live waiter, if any, before it returns (see handOn). It returns
+// the token of the hold it deleted, or 0 when the lock was free. It
+// carries no request ID: a resent call (go-redis resends on a read
+// timeout) deletes whatever hold it finds, the one its first run granted
+// included.
+func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (uint64, error) {
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
+	reply, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish).Int64Slice()
+	if err != nil {
+		return 0, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
+	}
+	if len(reply) != 2 {
+		return 0, fmt.Errorf("reentrant: force-release %q: unexpected reply %v", k.Name, reply)
+	}
+	if reply[1] == 1 {
+		k.handOn(ctx, rdb)
+	}
+	return uint64(reply[0]), nil
+}

@@ -1,0 +1,33 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// leaveScript runs lua/leave.lua.
+var leaveScript = grantingScript("leave.lua")
+
+// Leave takes waiter w out of the queue, where Acquire (or, with newOwner,
+// AcquireNew) queued it for owner and lease. If w was granted the lock
+// meanwhile, it passes the lock on to the next live waiter before it
+// returns (see handOn), and reports true. Repeating it is harmless.
+func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string, lease time.Duration, newOwner bool) (bool, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return false, err
+	}
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
+	record := w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner)
+	n, err := leaveScript.Run(ctx, rdb, keys, owner, w.ID, record, wireFlag(newOwner), k.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: leave %q: %w", k.Name, err)
+	}
+	if n == 2 {
+		k.handOn(ctx, rdb)
+	}
+	return n > 0, nil
+}

@@ -1,0 +1,23 @@
+-- Library (see script.go): the queue record's reader. The format is
+-- defined once, in record.go, where Waiter.record writes it;
+-- TestRecordRoundTrip holds this reader to it.
+
+-- parseWaiter reads a queue record. It returns a table with id (the
+-- waiter's ID), l (its lease in ms, a string), u (its lease until
+-- confirmed, in ms, a string), shared (whether its owner is shared), c (its
+-- grant channel), a (its liveness key, nil for none) and o (its owner); or
+-- nil for anything else (an entry written by another version of baton).
+local function parseWaiter(rec)
+  local id, lease, unconfirmed, shared, nc, na, rest =
+    string.match(rec, '^(%S+) (%d+) (%d+) ([01]) (%d+) (%d+) (.*)$')
+  if not id then
+    return nil
+  end
+  nc, na = tonumber(nc), tonumber(na)
+  local w = {id = id, l = lease, u = unconfirmed, shared = shared == '1', c = string.sub(rest, 1, nc),
+    o = string.sub(rest, nc + na + 1)}
+  if na > 0 then
+    w.a = string.sub(rest, nc + 1, nc + na)
+  end
+  return w
+end

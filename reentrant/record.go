@@ -1,0 +1,57 @@
+package reentrant
+
+import (
+	"fmt"
+)
+
+// Waiter is one call waiting in a lock's queue.
+type Waiter struct {
+	// ID names the waiter among the lock's waiters; it must not contain a
+	// space. Empty means the call does not queue.
+	ID string
+	// Channel is where its grant is published: Keys.GrantChannel of its
+	// client.
+	Channel string
+	// Alive is its client's liveness key (Keys.AliveKey) where the
+	// namespace judges liveness by key, empty otherwise. Use Keys.Waiter.
+	Alive string
+}
+
+// record is w's record for owner, asking for a lease of leaseMs, where a
+// liveness key lasts aliveMs (zero where there is none): its element of
+// the lock's queue, with all its grant needs, so that a grant reads the
+// queue's head with one LINDEX and no other lookup.
+//
+// This is the record format's one definition: record writes it,
+// parseWaiter in lua/record.lua reads it, and TestRecordRoundTrip holds
+// the two to it. Six fields separated by single spaces, then three strings
+// back to back:
+//
+//	<id> <lease> <unconfirmed> <shared> <channel length> <alive length> <channel><alive><owner>
+//
+//	id           the waiter's ID; it has no space
+//	lease        the lease the hold asks for, in ms, in decimal
+//	unconfirmed  the lease a grant gives until the waiter confirms it, in
+//	             ms: the lease, or less where liveness is judged by key (a
+//	             waiter that crashed while its liveness key lived then
+//	             holds the lock that long, not its whole lease)
+//	shared       1 when the owner is shared (a grant must then record
+//	             which waiter it went to: Keys.Granted), 0 when it was made
+//	             for the one call
+//	lengths      the byte lengths of the channel and the liveness key, in
+//	             decimal
+//	channel      where the grant is published
+//	alive        the liveness key, empty where there is none
+//	owner        the owner the hold is granted to: the rest, any bytes
+//
+// The lengths make any channel, key and owner read back whatever bytes
+// they hold. The same call always writes the same record, which is how it
+// finds itself in the queue (LPOS) and leaves it (LREM).
+func (w Waiter) record(owner string, leaseMs, aliveMs int64, shared bool) string {
+	unconfirmed := leaseMs
+	if w.Alive != "" && aliveMs > 0 {
+		unconfirmed = min(leaseMs, aliveMs)
+	}
+	return fmt.Sprintf("%s %d %d %s %d %d %s%s%s", w.ID, leaseMs, unconfirmed, wireFlag(shared),
+		len(w.Channel), len(w.Alive), w.Channel, w.Alive, owner)
+}

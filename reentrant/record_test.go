@@ -1,0 +1,68 @@
+package reentrant
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Records written by Waiter.record read back, field by field, through the
+// library's parseWaiter on a real server, whatever bytes the channel, the
+// liveness key and the owner hold: the one format, in Go and in Lua.
+func TestRecordRoundTrip(t *testing.T) {
+	ctx, rdb, _ := setup(t, "records")
+	type rec struct {
+		w       Waiter
+		owner   string
+		leaseMs int64
+		aliveMs int64
+		shared  bool
+	}
+	long := strings.Repeat("owner with {braces} and spaces ", 4000) // ~120 KB
+	recs := []rec{
+		{Waiter{ID: "w1", Channel: "baton:grant:c1"}, "A", 10000, 0, false},
+		{Waiter{ID: "0123abcd", Channel: "baton:{orders}:grant:c 1", Alive: "baton:{orders}:alive:c 1"}, "job 7", 30000, 3000, true},
+		{Waiter{ID: "w}{", Channel: "my app: grant:{x} y", Alive: ""}, "{}", 1, 0, true},
+		{Waiter{ID: "ünï", Channel: "kanal:grüße", Alive: "lebt:🔒"}, "Grüße \xff\xfe 🔒", 2000, 5000, false},
+		{Waiter{ID: "w2", Channel: "c", Alive: "a"}, "w2 1 2 1 3 4 xyz", 7, 7, true},
+		{Waiter{ID: "w3", Channel: "", Alive: "a b"}, "", 9007199254740, 1, false},
+		{Waiter{ID: "w4", Channel: "ch\n\x00", Alive: "\x00"}, "job 7 \n\n 1 0 5 %d\x00 end", 10000, 3000, true},
+		{Waiter{ID: "w5", Channel: strings.Repeat("c", 1000), Alive: strings.Repeat("k ", 500)}, long, 10000, 3000, false},
+	}
+	args := make([]any, len(recs))
+	for i, r := range recs {
+		args[i] = r.w.record(r.owner, r.leaseMs, r.aliveMs, r.shared)
+	}
+	parse := newScript(append(luaFiles(library...), testLua(t, "parse_record.lua"))...)
+	reply, err := parse.Run(ctx, rdb, nil, args...).Slice()
+	require.NoError(t, err)
+	require.Len(t, reply, len(recs))
+	for i, r := range recs {
+		unconfirmed := r.leaseMs
+		if r.w.Alive != "" && r.aliveMs > 0 {
+			unconfirmed = min(r.leaseMs, r.aliveMs)
+		}
+		shared := "0"
+		if r.shared {
+			shared = "1"
+		}
+		want := []any{r.w.ID, strconv.FormatInt(r.leaseMs, 10), strconv.FormatInt(unconfirmed, 10),
+			shared, r.w.Channel, r.w.Alive, r.owner}
+		require.Equal(t, want, reply[i], "record %d", i)
+	}
+}
+
+// What is not a record reads as none, so that a grant drops it as it drops
+// a dead waiter's.
+func TestRecordParserRefusesOtherEntries(t *testing.T) {
+	ctx, rdb, _ := setup(t, "not-records")
+	entries := []any{"", "0123456789abcdef", "w1 10 10 2 0 0 A", "w1 10 10 1 0 0", " 10 10 1 0 0 A", "w1 -1 10 1 0 0 A"}
+	parse := newScript(append(luaFiles(library...), testLua(t, "parse_record.lua"))...)
+	reply, err := parse.Run(ctx, rdb, nil, entries...).Slice()
+	require.NoError(t, err)
+	for i := range entries {
+		require.Empty(t, reply[i], "%q", entries[i])
+	}
+}

@@ -1,0 +1,70 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// releaseScript runs lua/release.lua.
+var releaseScript = grantingScript("release.lua")
+
+// ReleaseStatus says what a release did.
+type ReleaseStatus int
+
+const (
+	// NotHeld: the owner did not hold the lock; nothing changed.
+	NotHeld ReleaseStatus = iota
+	// StillHeld: one hold was left; the owner still holds the lock.
+	StillHeld
+	// Released: the last hold was left; the lock went to the oldest live
+	// waiter (the grant published to it), or, with none, was deleted.
+	Released
+)
+
+// String names the status.
+func (s ReleaseStatus) String() string {
+	switch s {
+	case NotHeld:
+		return "not held"
+	case StillHeld:
+		return "still held"
+	case Released:
+		return "released"
+	}
+	return "ReleaseStatus(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ReleaseResult is the outcome of one release.
+type ReleaseResult struct {
+	// Status says what the release did.
+	Status ReleaseStatus
+	// Remaining is the owner's hold count after the call.
+	Remaining int64
+}
+
+// Release leaves one of owner's holds under token, and reports NotHeld,
+// changing nothing, when owner does not hold the lock under that token.
+// The lease is left as it is. The release of the last hold grants the lock
+// to the oldest live waiter, if any, before it returns (see handOn).
+// requestID must be unique per release: a repeated call with the same ID
+// replays the first result.
+func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
+	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
+	n, err := releaseScript.Run(ctx, rdb, keys, owner, formatToken(token), k.requestTTL.Milliseconds(), k.publish).Int64()
+	if err != nil {
+		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", k.Name, err)
+	}
+	switch {
+	case n == -2:
+		k.handOn(ctx, rdb)
+		return ReleaseResult{Status: Released}, nil
+	case n < 0:
+		return ReleaseResult{Status: NotHeld}, nil
+	case n == 0:
+		return ReleaseResult{Status: Released}, nil
+	}
+	return ReleaseResult{Status: StillHeld, Remaining: n}, nil
+}
