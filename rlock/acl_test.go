@@ -170,7 +170,10 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	ra, rb := dial(), dial()
 	defer ra.Close()
 	defer rb.Close()
-	a, err := New(ra, WithWatchdogLease(600*time.Millisecond))
+	// Renewals every 500ms: two of them fall in the sleep below, while a
+	// loaded machine (forty of these run at once) has a lease of slack
+	// before a late first renewal would lose the lock before it ran.
+	a, err := New(ra, WithWatchdogLease(1500*time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -203,7 +206,7 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	if _, err := b.Lock(ctx, name, WaitAtMost(100*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
 		return errors.Join(err, errors.New("a waiter did not give up"))
 	}
-	// Past the hub's 1s health-check interval; renewals every 200ms.
+	// Past the hub's 1s health-check interval, and two renewals.
 	time.Sleep(1300 * time.Millisecond)
 	if _, err := a.Inspect(ctx, name); err != nil {
 		return err
