@@ -232,7 +232,7 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 // from Unlock, and the lock is still held with its hold count unchanged,
 // not handed to a waiter that is never told.
 func TestACLMissingChannelFailsBeforeWrite(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	rdb := srv.Admin()
 	rules := strings.ReplaceAll(ACLRules, "&baton:*", "")
 	require.NoError(t, rdb.ACLSetUser(ctx, "nochannel", append([]string{"reset", "on", ">" + aclPassword}, strings.Fields(rules)...)...).Err())

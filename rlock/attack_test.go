@@ -22,7 +22,8 @@ import (
 // in the end neither client's table has a hold, nor its watchdog a lease,
 // and the lock is free.
 func TestHoldChurnUnderAttack(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	// One client's go-redis retries a command on a killed connection;
 	// the other's does not, so its Locks and Unlocks see the failures.
 	noRetries, err := New(srv.Client(func(o *redis.Options) { o.MaxRetries = -1 }))

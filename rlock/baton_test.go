@@ -20,7 +20,7 @@ import (
 // Six clients arrive 80 ms apart while the lock is held: they get it in the
 // order they came, each from the release before it.
 func TestFIFOAcrossClients(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	holder := newClient(t, srv)
 	l, err := holder.Lock(ctx, "fifo", WithLease(longLease))
 	require.NoError(t, err)
@@ -37,7 +37,8 @@ func TestFIFOAcrossClients(t *testing.T) {
 
 // A waiter that gives up leaves the queue: the next one gets the release.
 func TestCancelledWaiterIsSkipped(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	holder, a, b := newClient(t, srv), newClient(t, srv), newClient(t, srv)
 	l, err := holder.Lock(ctx, "skip", WithLease(longLease))
 	require.NoError(t, err)
@@ -59,7 +60,8 @@ func TestCancelledWaiterIsSkipped(t *testing.T) {
 // skipped entry: the next waiter gets the release at once, with no lease or
 // timeout in between.
 func TestKilledWaiterIsSkippedAtTheRelease(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	holder, b := newClient(t, srv), newClient(t, srv)
 	l, err := holder.Lock(ctx, "dead-waiter", WithLease(longLease))
 	require.NoError(t, err)
@@ -83,7 +85,8 @@ func TestKilledWaiterIsSkippedAtTheRelease(t *testing.T) {
 // waiter, and a third client's TryLock, repeated meanwhile, never takes it
 // past the queue.
 func TestLiveWaiterBehindManyDeadOnesGetsTheRelease(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	holder, waiter, other := newClient(t, srv), newClient(t, srv), newClient(t, srv)
 	const name, dead = "dead-queue", 40
 	l, err := holder.Lock(ctx, name, WithLease(longLease))
@@ -147,7 +150,7 @@ func tryLockUntilStopped(ctx context.Context, t *testing.T, c *Client, name stri
 // Waiters sharing an owner through WithOwner are separate calls: they queue
 // one by one, and each gets the lock in turn, as one owner.
 func TestSharedOwnerWaitersQueueOneByOne(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	holder := newClient(t, srv)
 	l, err := holder.Lock(ctx, "shared", WithLease(longLease))
 	require.NoError(t, err)
@@ -173,7 +176,7 @@ func TestSharedOwnerWaitersQueueOneByOne(t *testing.T) {
 // A storm: 16 clients, no hold time. No two holders, and every client gets
 // a fair share.
 func TestStormIsExclusiveAndFair(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	const clients = 16
 	var inside, most atomic.Int32
 	counts := make([]int, clients)

@@ -16,7 +16,8 @@ import (
 )
 
 func TestDoRunsUnderTheLockAndAlwaysUnlocks(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv)
 	errWork := errors.New("work failed")
 	err := c.Do(ctx, "do", func(lctx context.Context) error {
@@ -48,7 +49,7 @@ func TestDoRunsUnderTheLockAndAlwaysUnlocks(t *testing.T) {
 // A lock lost while fn runs: fn sees its Context end, and Do's error
 // matches both fn's error and ErrLockLost.
 func TestDoReportsALossDuringFn(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c, other := newClient(t, srv), newClient(t, srv)
 	err := c.Do(ctx, "do-lost", func(lctx context.Context) error {
 		if _, err := other.ForceUnlock(ctx, "do-lost"); err != nil {
@@ -62,7 +63,7 @@ func TestDoReportsALossDuringFn(t *testing.T) {
 }
 
 func TestObserverSeesEveryEvent(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	var mu sync.Mutex
 	var events []string
 	record := func(e string) {
@@ -168,7 +169,7 @@ func BenchmarkLockUnlockObserver(b *testing.B) {
 // WithLogger logs a wait longer than WithSlowWait at Debug, and a shorter
 // one not at all.
 func TestSlowWaitIsLoggedAtDebug(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	var mu sync.Mutex
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -49,7 +49,7 @@ func TestTimerOfAPassedHoldFindsItBuilt(t *testing.T) {
 // it is a dead grant: given back, never reported lost (the caller never
 // held it), and the call goes on to take a fresh lock.
 func TestGrantThatPassesWhileAdoptedIsGivenBack(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	const lease = 300 * time.Millisecond
 	var handled, observed atomic.Int32
 	c := newClient(t, srv,
@@ -82,7 +82,8 @@ func TestGrantThatPassesWhileAdoptedIsGivenBack(t *testing.T) {
 // a confirmed release, so Unlock returns nil, and nothing is lost. A
 // re-entry through the handle meanwhile is not obtained: it is not held.
 func TestFailedReleaseAfterTheLeaseRanOut(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	p := startProxy(t, srv.Addr)
 	const lease = 100 * time.Millisecond
 	var losses atomic.Int32
@@ -122,7 +123,7 @@ func TestFailedReleaseAfterTheLeaseRanOut(t *testing.T) {
 // A re-entry through a handle whose hold has been released is not
 // obtained, and says the lock is not held.
 func TestReentryThroughAReleasedHoldIsNotHeld(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv)
 	l, err := c.Lock(ctx, "given-up")
 	require.NoError(t, err)

@@ -27,7 +27,8 @@ const faultLease = 500 * time.Millisecond
 // it last renewed runs out, with a higher token; the woken holder must
 // learn of the loss, and the fenced store must refuse its stale write.
 func TestHolderPausedPastItsLease(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	ch := startHolder(t, srv, "paused", faultLease)
 	childToken, accepted := ch.locked()
 	require.True(t, accepted)
@@ -72,7 +73,8 @@ func TestHolderPausedPastItsLease(t *testing.T) {
 // with a higher token. The test judges order, not wall-clock time: PTTL's
 // 1ms resolution and a shared machine's pauses make timing judgements flaky.
 func TestHolderKilled(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	ch := startHolder(t, srv, "killed", faultLease)
 	childToken, _ := ch.locked()
 	// A renewal lifts the PTTL back up from the lowest seen so far.
@@ -135,7 +137,7 @@ func TestRedisRestartMidHold(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/batonlock/baton/bench/redistest/redisproc.(*Server).launch.func1"),
 		goleak.IgnoreAnyFunction("os/exec.(*Cmd).writerDescriptor.func1"),
 	}
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	dial := func() *redis.Client {
 		return redis.NewClient(redistest.Options(srv.Addr))
 	}

@@ -13,13 +13,11 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// serve is how most tests start: a ctx bounded like the test, a throwaway
-// redis-server, and the test's own unrestricted connection to it.
-func serve(t *testing.T) (context.Context, *redistest.Server, *redis.Client) {
+// serve is how most tests start: a ctx bounded like the test, and a
+// throwaway redis-server.
+func serve(t *testing.T) (context.Context, *redistest.Server) {
 	t.Helper()
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	return ctx, srv, admin(t, srv)
+	return testCtx(t), redistest.Start(t)
 }
 
 // testCtx bounds a whole test.

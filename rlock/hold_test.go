@@ -18,7 +18,8 @@ import (
 // A partial release must never leave the lock with less lease than a
 // remaining handle expects: an inner fixed lease inside a watchdog hold.
 func TestNestedFixedLeaseUnlockKeepsTheOuterLease(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv)
 	o, err := c.Lock(ctx, "n1")
 	require.NoError(t, err)
@@ -36,7 +37,8 @@ func TestNestedFixedLeaseUnlockKeepsTheOuterLease(t *testing.T) {
 // The reverse: a watchdog handle inside a fixed 5 s hold, with a short
 // watchdog lease. Neither its renewals nor its unlock shorten the 5 s.
 func TestNestedWatchdogUnlockKeepsTheOuterFixedLease(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv, WithWatchdogLease(500*time.Millisecond))
 	o, err := c.Lock(ctx, "n2", WithLease(5*time.Second))
 	require.NoError(t, err)
@@ -52,7 +54,7 @@ func TestNestedWatchdogUnlockKeepsTheOuterFixedLease(t *testing.T) {
 // lease for as long as that handle lives. Both Contexts end at the fixed
 // deadline (the inner one derives from the outer), but the hold is renewed.
 func TestWatchdogReentryIntoAFixedHoldIsRenewed(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv, WithWatchdogLease(300*time.Millisecond))
 	o, err := c.Lock(ctx, "n3", WithLease(200*time.Millisecond))
 	require.NoError(t, err)
@@ -69,7 +71,7 @@ func TestWatchdogReentryIntoAFixedHoldIsRenewed(t *testing.T) {
 // A fractional-millisecond lease: the holder's Context must have ended by
 // the time another owner can take the lock.
 func TestFractionalLeaseNeverOutlivesRedis(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c, other := newClient(t, srv), newClient(t, srv)
 	for run := 0; run < 20; run++ {
 		l, err := c.Lock(ctx, "frac", WithLease(40*time.Millisecond+950*time.Microsecond))
@@ -92,7 +94,7 @@ func TestFractionalLeaseNeverOutlivesRedis(t *testing.T) {
 // but never two at once. Nested calls through the innermost handle never
 // wait.
 func TestForkedGoroutinesTakeTurns(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv)
 	l, err := c.Lock(ctx, "fork")
 	require.NoError(t, err)
@@ -144,7 +146,8 @@ func TestForkedGoroutinesTakeTurns(t *testing.T) {
 // Unlock with a ctx that is already cancelled still releases: the deferred
 // Unlock of a cancelled request must not leak the lock.
 func TestUnlockWithCancelledCtxReleases(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv)
 	req, cancel := context.WithCancel(ctx)
 	l, err := c.Lock(req, "cancelled")
@@ -158,7 +161,8 @@ func TestUnlockWithCancelledCtxReleases(t *testing.T) {
 // A final Unlock whose release fails is never renewed again: the lease
 // bounds it. A retry of the Unlock replays the first attempt.
 func TestFailedFinalUnlockIsNeverRenewed(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	p := startProxy(t, srv.Addr)
 	const lease = 300 * time.Millisecond
 	c, err := New(p.client(t, func(o *redis.Options) { o.MaxRetries = -1 }), WithWatchdogLease(lease))
@@ -177,7 +181,8 @@ func TestFailedFinalUnlockIsNeverRenewed(t *testing.T) {
 // ForceUnlock ends only the holds it deleted: a hold taken right after the
 // delete, in the same client, keeps its Context and releases cleanly.
 func TestForceUnlockSparesTheNextHold(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv)
 	for run := 0; run < 40; run++ {
 		first, err := c.Lock(ctx, "force", WithLease(longLease))
@@ -217,7 +222,7 @@ func TestForceUnlockSparesTheNextHold(t *testing.T) {
 // returns ErrLockLost, every handle ends with it, and the lost handler runs
 // once for the hold.
 func TestForeignForceUnlockIsALoss(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	var losses atomic.Int32
 	a := newClient(t, srv, WithLostHandler(func(string, error) { losses.Add(1) }))
 	l, err := a.Lock(ctx, "foreign")
@@ -238,7 +243,7 @@ func TestForeignForceUnlockIsALoss(t *testing.T) {
 // A clean Unlock is never reported as a loss, even with renewals racing
 // the release.
 func TestCleanUnlockIsNeverReportedLost(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	var losses atomic.Int32
 	// Renewals every 50ms race the releases; the lease leaves a loaded
 	// machine 148ms of scheduling delay before a late renewal is a real

@@ -91,7 +91,8 @@ func TestLivenessJudgedByKeyWhereTheCountCannot(t *testing.T) {
 // grant: the one queued behind it gets the lock. Judged by the count, the
 // release would grant the first waiter, which has stopped looking.
 func TestWithLivenessKeysSkipsAWaiterWithoutAKey(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	const aliveTTL = 150 * time.Millisecond
 	holder := newClient(t, srv, WithLivenessKeys(), WithLivenessTTL(aliveTTL))
 	waiter := newClient(t, srv, WithLivenessKeys(), WithLivenessTTL(aliveTTL))

@@ -19,7 +19,8 @@ import (
 // 4 clients × 8 goroutines increment a plain Redis counter by hand
 // (GET, +1, SET) under one lock. Any overlap loses an update.
 func TestMutualExclusion(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	const clients, perClient, total = 4, 8, 2000
 	var occupancy, maxOccupancy atomic.Int64
 	var next atomic.Int64
@@ -56,7 +57,8 @@ func TestMutualExclusion(t *testing.T) {
 }
 
 func TestReentrancyDepth3WhileAnotherOwnerWaits(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv)
 	count := func() int64 {
 		v, _ := rdb.HGetAll(ctx, lockKey("r")).Result()
@@ -102,7 +104,8 @@ func TestReentrancyDepth3WhileAnotherOwnerWaits(t *testing.T) {
 }
 
 func TestUnlockByNonOwnerAndAfterLeaseExpiry(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	a, b := newClient(t, srv), newClient(t, srv)
 
 	la, err := a.Lock(ctx, "x", WithLease(100*time.Millisecond))
@@ -143,7 +146,7 @@ func TestUnlockByNonOwnerAndAfterLeaseExpiry(t *testing.T) {
 }
 
 func TestFencingTokensIncreaseAcrossHolders(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	clients := []*Client{newClient(t, srv), newClient(t, srv)}
 	var last uint64
 	for i := 0; i < 100; i++ {
@@ -193,7 +196,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestTryLockAndWaitAtMost(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	a, b := newClient(t, srv), newClient(t, srv)
 	l, err := a.Lock(ctx, "t")
 	require.NoError(t, err)
@@ -217,7 +220,8 @@ func TestTryLockAndWaitAtMost(t *testing.T) {
 }
 
 func TestCancelledWaitLeavesNothingBehind(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	a, b := newClient(t, srv), newClient(t, srv)
 	l, err := a.Lock(ctx, "c")
 	require.NoError(t, err)
@@ -249,7 +253,8 @@ func TestCancelledWaitLeavesNothingBehind(t *testing.T) {
 }
 
 func TestUncontendedPathIsOneScriptCall(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv)
 	warm, err := c.Lock(ctx, "warm") // loads the scripts (EVAL on NOSCRIPT)
 	require.NoError(t, err)
@@ -287,7 +292,7 @@ func scriptCallsOnly(s redistest.CommandStats) redistest.CommandStats {
 }
 
 func TestForceUnlockCancelsLocalHolder(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv)
 	l, err := c.Lock(ctx, "f")
 	require.NoError(t, err)
@@ -303,7 +308,8 @@ func TestForceUnlockCancelsLocalHolder(t *testing.T) {
 }
 
 func TestCloseWakesWaitersAndReleasesHolds(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	holder, c := newClient(t, srv), newClient(t, srv)
 	l, err := holder.Lock(ctx, "held")
 	require.NoError(t, err)
@@ -327,7 +333,7 @@ func TestCloseWakesWaitersAndReleasesHolds(t *testing.T) {
 }
 
 func TestOwnersAreNotSharedByAccident(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv)
 	l, err := c.Lock(ctx, "o")
 	require.NoError(t, err)
@@ -363,7 +369,8 @@ func TestErrorsAreDistinct(t *testing.T) {
 // A fixed lease that ran out unnoticed must not let its old handle release
 // the owner's next hold, which Redis counts under the same owner ID.
 func TestExpiredHoldDoesNotReleaseTheOwnersNextHold(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv)
 	job := WithOwner(ctx, "job-7")
 	old, err := c.Lock(job, "e", WithLease(100*time.Millisecond))

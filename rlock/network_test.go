@@ -111,7 +111,8 @@ func TestReplyLostAfterTheScriptRan(t *testing.T) {
 // deadline, which is never later than Redis's own expiry of the lock, and
 // waiters must return on their ctx.
 func TestBlackholedConnection(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	px := startProxy(t, srv.Addr)
 	const lease = 600 * time.Millisecond
 	holder, err := New(px.client(t, ctxBound), WithWatchdogLease(lease))

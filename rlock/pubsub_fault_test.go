@@ -23,7 +23,8 @@ import (
 // bounded this way: the lock is not fair, and a waiter can lose every race
 // to others, so that is only logged.
 func TestPubSubKilledRepeatedlyUnderContention(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	const (
 		lease             = 600 * time.Millisecond
 		clients, per      = 4, 4

@@ -10,7 +10,7 @@ import (
 // lock of that name, however many handles of other locks and other
 // clients its ctx carries inside that one; with none, it is a new owner.
 func TestReentryFindsItsHandlePastOtherLocks(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c, other := newClient(t, srv), newClient(t, srv)
 	outer, err := c.Lock(ctx, "a")
 	require.NoError(t, err)

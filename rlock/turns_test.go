@@ -13,7 +13,7 @@ import (
 // cause), and the Unlock of the handle it re-enters through while a
 // nested handle holds that handle's turn (not obtained, not held).
 func TestTurnWaitersHearOfTheEndAtOnce(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv)
 	// waitTurn re-enters through via in the background, once a nested
 	// handle holds via's turn, and returns when the call waits for it.

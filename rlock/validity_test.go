@@ -23,7 +23,7 @@ import (
 // A holder paused past its lease sees the loss on its very first look after
 // it resumes, every time, and its Unlock says ErrLockLost.
 func TestPausedHolderSeesTheLossOnItsFirstLook(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	const lease = 300 * time.Millisecond
 	ch := startHolder(t, srv, "pause-check", lease)
 	ch.locked()
@@ -47,7 +47,7 @@ func TestPausedHolderSeesTheLossOnItsFirstLook(t *testing.T) {
 // lock, but the holder cannot know it, so its Context ends at its validity
 // and not when the replies finally come.
 func TestStalledRenewalRepliesEndTheHoldAtItsValidity(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	px := startProxy(t, srv.Addr)
 	const lease = 300 * time.Millisecond
 	var lost sync.WaitGroup
@@ -144,7 +144,8 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 // arrives dead is given back, never returned; every Lock returns a live
 // lock or an error; nothing is left behind.
 func TestStalledServerHandsOutNoDeadLocks(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	const lease = 200 * time.Millisecond
 	holder := newClient(t, srv)
 	h, err := holder.Lock(ctx, "stall", WithLease(lease))
@@ -192,7 +193,7 @@ func TestStalledServerHandsOutNoDeadLocks(t *testing.T) {
 // A healthy watchdog hold with a short lease, held for ten seconds: its
 // Context never ends, and it is renewed far from its validity.
 func TestLongHealthyHoldNeverEnds(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv, WithWatchdogLease(200*time.Millisecond))
 	l, err := c.Lock(ctx, "long")
 	require.NoError(t, err)
@@ -210,7 +211,8 @@ func TestLongHealthyHoldNeverEnds(t *testing.T) {
 // refused with a clear error; a fractional one is taken, with a validity
 // no later than Redis's expiry.
 func TestLeaseMargins(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv)
 	for _, d := range []time.Duration{time.Millisecond, driftMargin(time.Millisecond), MinLease - time.Nanosecond} {
 		_, err := c.Lock(ctx, "edge", WithLease(d))

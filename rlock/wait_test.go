@@ -17,7 +17,7 @@ import (
 // subscribe publishes to nobody; only the retry after the confirmed
 // subscribe can catch it.
 func TestReleaseBetweenAttemptAndSubscribeIsNotLost(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	holder, waiter := newClient(t, srv), newClient(t, srv)
 	l, err := holder.Lock(ctx, "lw", WithLease(longLease))
 	require.NoError(t, err)
@@ -39,7 +39,8 @@ func TestReleaseBetweenAttemptAndSubscribeIsNotLost(t *testing.T) {
 // The holder's key vanishes without a PUBLISH (an admin DEL, or expiry):
 // the waiter must wake when the holder's PTTL runs out, not later.
 func TestWakeAtTTLWhenNoPublishArrives(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	holder, waiter := newClient(t, srv), newClient(t, srv)
 	const lease = 1500 * time.Millisecond
 	_, err := holder.Lock(ctx, "np", WithLease(lease))
@@ -61,7 +62,8 @@ func TestWakeAtTTLWhenNoPublishArrives(t *testing.T) {
 // Killing the shared pub/sub connection mid-wait loses any message sent in
 // the gap; the hub's wake-all after resubscribing makes the waiter retry.
 func TestPubSubConnectionKilledMidWait(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	holder, waiter := newClient(t, srv), newClient(t, srv)
 	l, err := holder.Lock(ctx, "k", WithLease(longLease))
 	require.NoError(t, err)
@@ -85,7 +87,8 @@ func TestPubSubConnectionKilledMidWait(t *testing.T) {
 // in one client drain with one script per release and nothing more: no
 // waiter retries, none races.
 func TestReleaseHandsOffWithNoRetry(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	holder, waiters := newClient(t, srv), newClient(t, srv)
 	const n = 50
 	warm, err := holder.Lock(ctx, "warm") // the release script is loaded: no NOSCRIPT below
@@ -120,7 +123,8 @@ func TestReleaseHandsOffWithNoRetry(t *testing.T) {
 
 // However many locks a client waits on, it uses one pub/sub connection.
 func TestOnePubSubConnectionPerClient(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	holder, waiters := newClient(t, srv), newClient(t, srv)
 	const n = 100
 	var held []*Lock

@@ -22,7 +22,8 @@ import (
 const shortLease = 600 * time.Millisecond
 
 func TestWatchdogKeepsLockAlivePastItsLease(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	c := newClient(t, srv, WithWatchdogLease(shortLease))
 	l, err := c.Lock(ctx, "alive")
 	require.NoError(t, err)
@@ -45,7 +46,8 @@ func TestWatchdogKeepsLockAlivePastItsLease(t *testing.T) {
 }
 
 func TestAdminDeleteSignalsLoss(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	var lostName string
 	var logs bytes.Buffer
 	var mu sync.Mutex
@@ -87,7 +89,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestRedisRestartSignalsLoss(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv, WithWatchdogLease(shortLease))
 	l, err := c.Lock(ctx, "restart")
 	require.NoError(t, err)
@@ -108,7 +110,8 @@ func TestRedisRestartSignalsLoss(t *testing.T) {
 // Renewal must never outlive the hold: after a storm of Lock, Unlock and
 // cancelled waits, no key is left and no renewal is sent.
 func TestNoZombieRenewalAfterStorm(t *testing.T) {
-	ctx, srv, rdb := serve(t)
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
 	clients := []*Client{
 		newClient(t, srv, WithWatchdogLease(shortLease)),
 		newClient(t, srv, WithWatchdogLease(shortLease)),
@@ -184,7 +187,7 @@ func TestNoZombieRenewalAfterStorm(t *testing.T) {
 }
 
 func TestHeldLocksAddNoGoroutines(t *testing.T) {
-	ctx, srv, _ := serve(t)
+	ctx, srv := serve(t)
 	c := newClient(t, srv, WithWatchdogLease(shortLease))
 	warm, err := c.Lock(ctx, "warm")
 	require.NoError(t, err)
