@@ -134,8 +134,10 @@
 //
 // The scripts are lua/*.lua, run by EVALSHA (EVAL when not cached). Those
 // that can leave a lock free run the library first: lua/token.lua (the
-// fencing token), lua/record.lua (the queue record's reader) and
-// lua/grant.lua (the grant, and passOn, the tail that grants or deletes).
+// fencing token), lua/record.lua (the queue record's reader),
+// lua/publish.lua (the write probe, and deliver, which publishes a grant
+// and judges its waiter's liveness) and lua/grant.lua (the grant, and
+// passOn, the tail that grants or deletes).
 // Every script keeps these conventions (the order of arguments holds for
 // the lock's own scripts, not the Redisson ones):
 //   - a header says what it does, then names every key and argument, one

@@ -19,10 +19,10 @@ import (
 var luaDir embed.FS
 
 // library is what every script that can leave a lock free runs before its
-// own file, in this order: the fencing token, the queue record's reader and
-// the grant. Its files define local functions only and read no KEYS or
-// ARGV.
-var library = []string{"token.lua", "record.lua", "grant.lua"}
+// own file, in this order: the fencing token, the queue record's reader,
+// publishing a grant and the grant. Its files define local functions only
+// and read no KEYS or ARGV.
+var library = []string{"token.lua", "record.lua", "publish.lua", "grant.lua"}
 
 // luaFile is one Lua source file: its name in lua/ and its text.
 type luaFile struct{ name, text string }
