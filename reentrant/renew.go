@@ -46,11 +46,11 @@ func (r Renewal) name() string {
 	return fmt.Sprintf("%q", r.Keys.Name)
 }
 
-// RenewAll renews each of renewals as Renew does, all in one pipeline: one
-// round trip on a single node, one per node on a cluster (go-redis splits
-// cluster pipelines by node). renewed[i] reports whether renewals[i]'s
-// owner still held its lock under its token, and so has at least lease
-// left; false, with errs[i] nil, means it no longer did, and nothing
+// RenewAll renews each of renewals as Renew (or Share.Renew) does, all in
+// one pipeline, whatever the kinds of their holds: one round trip on a
+// single node, one per node on a cluster (go-redis splits cluster
+// pipelines by node). renewed[i] reports whether renewals[i]'s owner still
+// held its hold under its token, and so has at least lease left; false, with errs[i] nil, means it no longer did, and nothing
 // changed. errs[i] is what kept renewals[i] from being judged: the lease
 // (ErrInvalidLease), the transport, or an error reply to the script.
 func RenewAll(ctx context.Context, rdb redis.Cmdable, renewals []Renewal, lease time.Duration) (renewed []bool, errs []error) {

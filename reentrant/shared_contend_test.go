@@ -23,7 +23,7 @@ func contend(t *testing.T, ctx context.Context, rdb *redis.Client, k SharedKeys,
 	t.Helper()
 	var used, peak atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	errs := make(chan error, workers*rounds)
 	for i := range workers {
 		c := newClient(t, rdb, k, fmt.Sprint("worker-", i))
 		wg.Add(1)

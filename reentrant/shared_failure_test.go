@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -108,4 +109,19 @@ func TestEndingHoldIsNotReenteredByItsOwnersWaiter(t *testing.T) {
 	require.Equal(t, "w2", g[0].Waiter)
 	require.Equal(t, map[string]int64{"w:W2": 1}, holds(t, ctx, rdb, k), "W2 alone")
 	require.Equal(t, []string{"o2"}, queued(t, ctx, rdb, k))
+}
+
+// A multi-holder script's error names the file and line it comes from,
+// though the shared library runs before the file.
+func TestSharedScriptErrorsNameTheirFileAndLine(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "errors", 0)
+	_, write := rw(t, k)
+	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
+	require.NoError(t, err)
+	require.NoError(t, rdb.Set(ctx, k.Queue, "not a list", 0).Err())
+	_, err = write.Release(ctx, rdb, "W", w.Token, "rel")
+	grant := luaFiles("shared_grant.lua")[0]
+	at := "shared_grant.lua:" + strconv.Itoa(lineOf(t, grant, "redis.call('lrange', r.queue"))
+	requireLocated(t, err, at, "WRONGTYPE")
+	require.Contains(t, err.Error(), `reentrant: release rw "errors"`)
 }

@@ -1,6 +1,7 @@
 package reentrant
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,39 +9,46 @@ import (
 )
 
 // A lease runs out by the server clock: the deadline is the server's TIME
-// plus the lease, and a holder that stops renewing frees its part then; a
-// waiter's look at the first deadline (the wait its acquire reported)
-// grants it, with no further delay.
+// plus the lease, the keys expire with the last deadline, and a holder that
+// stops renewing frees its part then, though others still hold: a waiter's
+// look at the first deadline (the wait its acquire reported) grants it,
+// with no further delay.
 func TestExpiredHoldIsPurgedByTheServerClock(t *testing.T) {
-	ctx, rdb, k := setupShared(t, KindRW, "expiry", 0)
-	read, write := rw(t, k)
+	ctx, rdb, k := setupShared(t, KindSemaphore, "expiry", 3)
+	p := permits(t, k, 1)
 	const lease = 300 * time.Millisecond
 	before, err := rdb.Time(ctx).Result()
 	require.NoError(t, err)
-	w, err := write.AcquireNew(ctx, rdb, "W", lease, Waiter{})
+	a, err := p.AcquireNew(ctx, rdb, "A", lease, Waiter{})
 	require.NoError(t, err)
 	after, err := rdb.Time(ctx).Result()
 	require.NoError(t, err)
-	deadline := time.UnixMilli(int64(rdb.ZScore(ctx, k.Leases, "w:W").Val()))
+	deadline := time.UnixMilli(int64(rdb.ZScore(ctx, k.Leases, "p:A").Val()))
 	require.False(t, deadline.Before(before.Add(lease).Truncate(time.Millisecond)), "server TIME + lease")
 	require.False(t, deadline.After(after.Add(lease)), "server TIME + lease")
 	for _, key := range []string{k.Hash, k.Leases} {
 		require.Equal(t, deadline.UnixMilli(), rdb.PExpireTime(ctx, key).Val().Milliseconds(), "%s expires with the last lease", key)
 	}
 
+	_, err = p.AcquireNew(ctx, rdb, "B", testLease, Waiter{})
+	require.NoError(t, err)
 	c := newClient(t, rdb, k, "c")
-	wr := c.waiter("r")
-	r, err := read.AcquireNew(ctx, rdb, "R", testLease, wr)
+	wc := c.waiter("c")
+	r, err := permits(t, k, 2).AcquireNew(ctx, rdb, "C", testLease, wc)
 	require.NoError(t, err)
-	require.False(t, r.Acquired)
-	require.True(t, r.HolderTTL > 0 && r.HolderTTL <= lease, "look again when W's lease runs out: %v", r.HolderTTL)
-	time.Sleep(r.HolderTTL + 20*time.Millisecond) // W was killed: it renews nothing
+	require.False(t, r.Acquired, "2 of 3 held")
+	require.True(t, r.HolderTTL > 0 && r.HolderTTL <= lease, "look again when A's lease runs out: %v", r.HolderTTL)
+	time.Sleep(r.HolderTTL + 20*time.Millisecond) // A was killed: it renews nothing
 
-	r, err = read.AcquireNew(ctx, rdb, "R", testLease, wr)
+	r, err = permits(t, k, 2).AcquireNew(ctx, rdb, "C", testLease, wc)
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: w.Token}, r, "the look at the deadline grants it")
-	require.Equal(t, map[string]int64{"r:R": 1}, holds(t, ctx, rdb, k))
-	ok, err := write.Renew(ctx, rdb, "W", w.Token, testLease)
+	require.True(t, r.Acquired, "the look at the deadline grants it")
+	require.Greater(t, r.Token, a.Token)
+	require.Equal(t, map[string]int64{"p:B": 1, "p:C": 1}, holds(t, ctx, rdb, k))
+	st, err := k.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, st.Used, "A's permit is no longer counted")
+	ok, err := p.Renew(ctx, rdb, "A", a.Token, testLease)
 	require.NoError(t, err)
 	require.False(t, ok, "an expired hold is not renewed")
 }
@@ -223,4 +231,40 @@ func TestSharedRenewal(t *testing.T) {
 		require.Equal(t, []error{nil, nil, nil}, errs)
 		require.Equal(t, []bool{true, true, false}, renewed)
 	}
+}
+
+// More dead waiters than one script examines (grantBatch): the release's
+// grant stops at its bound, and the release call goes on with pass runs
+// until the live write behind them is granted; a try in between takes
+// nothing past them.
+func TestSharedGrantGetsPastManyDeadWaiters(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "many-dead", 0)
+	read, write := rw(t, k)
+	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
+	require.NoError(t, err)
+	const dead = 1500
+	recs := make([]any, dead)
+	for i := range recs {
+		d := k.Waiter(fmt.Sprint("d", i), fmt.Sprint("gone-", i))
+		recs[i] = d.sharedRecord(ModeRead, 1, fmt.Sprint("D", i), testLease.Milliseconds(), 0, false)
+	}
+	require.NoError(t, rdb.RPush(ctx, k.Queue, recs...).Err())
+	c := newClient(t, rdb, k, "c")
+	c.enqueue(t, ctx, rdb, write, "W2", c.waiter("w2"))
+
+	rel, err := write.Release(ctx, rdb, "W", w.Token, "rel")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	require.Equal(t, "w2", c.grants(t)[0].Waiter)
+	require.Empty(t, queued(t, ctx, rdb, k))
+
+	// A try finds the resource free behind more dead entries than one run
+	// gets past: it drains them over its runs, then takes.
+	_, err = k.ForceRelease(ctx, rdb)
+	require.NoError(t, err)
+	require.NoError(t, rdb.RPush(ctx, k.Queue, recs...).Err())
+	r, err := read.AcquireNew(ctx, rdb, "T", testLease, Waiter{})
+	require.NoError(t, err)
+	require.True(t, r.Acquired)
+	require.Empty(t, queued(t, ctx, rdb, k))
 }

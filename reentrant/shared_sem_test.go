@@ -146,3 +146,23 @@ func TestSemaphoreSetSize(t *testing.T) {
 	require.ErrorIs(t, rw.SetSize(ctx, rdb, 3), ErrInvalidKind)
 	require.ErrorIs(t, k.SetSize(ctx, rdb, 0), ErrInvalidSize)
 }
+
+// A waiter asking for more than a lowered size can never be granted: the
+// grant drops it, so that the queue behind it moves, and its next look
+// gets ErrInvalidPermits.
+func TestSemaphoreDropsWaitersAboveALoweredSize(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindSemaphore, "lowered", 4)
+	a, err := permits(t, k, 2).AcquireNew(ctx, rdb, "A", testLease, Waiter{})
+	require.NoError(t, err)
+	c := newClient(t, rdb, k, "c")
+	c.enqueue(t, ctx, rdb, permits(t, k, 3), "B", c.waiter("b"))
+	c.enqueue(t, ctx, rdb, permits(t, k, 1), "C", c.waiter("c"))
+
+	require.NoError(t, k.SetSize(ctx, rdb, 2))
+	require.Equal(t, []string{"c"}, queued(t, ctx, rdb, k), "B can never fit")
+	_, err = permits(t, k, 2).Release(ctx, rdb, "A", a.Token, "rel-a")
+	require.NoError(t, err)
+	require.Equal(t, "c", c.grants(t)[0].Waiter)
+	_, err = permits(t, k, 3).AcquireNew(ctx, rdb, "B", testLease, c.waiter("b"))
+	require.ErrorIs(t, err, ErrInvalidPermits)
+}
