@@ -32,7 +32,7 @@ func requireOnlyFence(t *testing.T, rdb *redis.Client, name string) {
 			}
 		}
 		return len(left) == 0
-	}, fast, 5*time.Millisecond, "keys of %s left", name)
+	}, 5*time.Second, 5*time.Millisecond, "keys of %s left", name)
 	require.Empty(t, left)
 }
 
