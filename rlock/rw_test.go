@@ -164,3 +164,24 @@ func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
 	}
 	return out
 }
+
+// The watchdog renews read holds, each under its owner, while the process
+// lives: two reads held across several leases stay valid and in Redis.
+func TestRWWatchdogRenewsReads(t *testing.T) {
+	ctx, srv := serve(t)
+	c := newClient(t, srv, WithWatchdogLease(300*time.Millisecond))
+	rw := c.RWLock("renewed")
+	r1, err := rw.RLock(ctx)
+	require.NoError(t, err)
+	r2, err := rw.RLock(ctx)
+	require.NoError(t, err)
+	time.Sleep(time.Second)
+	require.NoError(t, r1.Context().Err())
+	require.NoError(t, r2.Context().Err())
+	st, err := rw.Inspect(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Readers, 2)
+	require.NoError(t, r1.Unlock(ctx))
+	require.NoError(t, r2.Unlock(ctx))
+	requireOnlyFence(t, admin(t, srv), "renewed")
+}
