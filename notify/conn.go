@@ -114,11 +114,13 @@ func (h *Hub) dispatch(c *conn, msg any) []*entry {
 	switch m := msg.(type) {
 	case *redis.Message:
 		h.mu.Lock()
-		e := h.served(c, m.Channel)
-		unclaimed := e == nil || e.route(m.Payload)
+		unclaimed := []string{m.Payload}
+		if e := h.served(c, m.Channel); e != nil {
+			unclaimed = e.route(m.Payload)
+		}
 		h.mu.Unlock()
-		if unclaimed {
-			h.unclaimed(m.Channel, m.Payload)
+		for _, msg := range unclaimed {
+			h.unclaimed(m.Channel, msg)
 		}
 	case *redis.Subscription:
 		h.mu.Lock()

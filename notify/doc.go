@@ -12,10 +12,14 @@
 //
 // It knows nothing about locks: no lock names, no scripts, no payload
 // meaning. A message is addressed: the text before its first space is the ID
-// of the subscription it is for, the rest its payload. A message no
-// subscription claims (an unknown ID, or one left untaken when its
-// subscription closes) goes to Options.Unclaimed, so that whatever it
-// offered can be handed back.
+// of the subscription it is for, the rest its payload. An address may list
+// several IDs of one channel, separated by commas ("id1,id2 payload"): each
+// of those subscriptions gets the whole payload, so one message serves
+// several waiters of one client. A message no subscription claims (an
+// unknown ID, or one left untaken when its subscription closes) goes to
+// Options.Unclaimed, so that whatever it offered can be handed back; for an
+// address of several IDs, each unclaimed ID goes there on its own, as
+// "<id> <payload>". An ID therefore has no space and no comma.
 //
 // Invariants it guards:
 //   - Subscribe returns only after Redis has confirmed the subscription, so a

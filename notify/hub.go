@@ -3,6 +3,8 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +31,9 @@ type Options struct {
 	HealthCheckInterval time.Duration
 	// Unclaimed, if set, gets every message that no subscription claims:
 	// one whose address no subscription of its channel has, or one left
-	// untaken in a subscription that closed. Whatever such a message
-	// offered can so be handed back. It is called without the hub's locks,
+	// untaken in a subscription that closed. Of a message addressed to
+	// several IDs, it gets "<id> <payload>" for each ID left unclaimed.
+	// Whatever such a message offered can so be handed back. It is called without the hub's locks,
 	// from the hub's reader or from Subscription.Close, and must not block.
 	Unclaimed func(channel, msg string)
 }
@@ -54,6 +57,10 @@ var (
 	// ErrDuplicateID is returned by Subscribe for an ID that a live
 	// subscription of the channel already has.
 	ErrDuplicateID = errors.New("notify: duplicate subscription ID")
+	// ErrInvalidID is returned by Subscribe for an ID that no address can
+	// name: one with a space (which ends an address) or a comma (which
+	// separates the IDs of an address).
+	ErrInvalidID = errors.New("notify: invalid subscription ID")
 )
 
 const defaultHealthCheckInterval = time.Second
@@ -121,16 +128,21 @@ func newHub(be backend, opts Options) *Hub {
 }
 
 // Subscribe takes a reference on channel, with a mailbox for the messages
-// addressed to id (a message "<id> <payload>" is addressed to id), and
+// addressed to id (a message "<id> <payload>" is addressed to id, and so is
+// one whose address lists id among others: "<id1>,<id2> <payload>"), and
 // returns once Redis has confirmed the subscription, so that whatever the
 // caller checks after it returns, a message published later reaches the
 // subscription. An empty id takes a reference with no mailbox, which keeps
-// the channel subscribed. When ctx ends first the error satisfies
+// the channel subscribed; an id with a space or a comma is refused with
+// ErrInvalidID. When ctx ends first the error satisfies
 // errors.Is(err, ctx.Err()) and the reference is released. After Close it
 // returns ErrClosed.
 func (h *Hub) Subscribe(ctx context.Context, channel, id string) (*Subscription, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if strings.ContainsAny(id, " ,") {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidID, id)
 	}
 	s := &Subscription{hub: h, id: id, signal: make(chan struct{}, 1)}
 	e, err := h.ref(ctx, channel, s)

@@ -107,11 +107,11 @@ func (s *Subscription) deliver(d Delivery) {
 	}
 }
 
-// address splits a message into the ID it is addressed to (the text before
-// the first space) and its payload.
-func address(msg string) (id, payload string) {
-	id, payload, _ = strings.Cut(msg, " ")
-	return id, payload
+// address splits a message into the IDs it is addressed to (the text
+// before the first space, IDs separated by commas) and its payload.
+func address(msg string) (ids []string, payload string) {
+	addr, payload, _ := strings.Cut(msg, " ")
+	return strings.Split(addr, ","), payload
 }
 
 // entry is the hub's state for one referenced channel. The hub's mu guards it.
@@ -130,15 +130,22 @@ type entry struct {
 	mailbox map[string]*Subscription // by ID; subscriptions without an ID have none
 }
 
-// route hands a message to the mailbox it is addressed to. It returns the
-// message back when no mailbox claims it.
-func (e *entry) route(msg string) (unclaimed bool) {
-	id, payload := address(msg)
-	if s := e.mailbox[id]; s != nil {
-		s.deliver(Delivery{Payload: payload})
-		return false
+// route hands a message to each mailbox it is addressed to. It returns
+// what no mailbox claims, as messages for Unclaimed: the message as it came
+// when its one address is unclaimed, "<id> <payload>" for each unclaimed ID
+// of an address that lists several.
+func (e *entry) route(msg string) (unclaimed []string) {
+	ids, payload := address(msg)
+	for _, id := range ids {
+		if s := e.mailbox[id]; s != nil {
+			s.deliver(Delivery{Payload: payload})
+		} else if len(ids) == 1 {
+			unclaimed = append(unclaimed, msg)
+		} else {
+			unclaimed = append(unclaimed, id+" "+payload)
+		}
 	}
-	return true
+	return unclaimed
 }
 
 // confirm records Redis's confirmation of the subscription.

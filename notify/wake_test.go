@@ -108,3 +108,49 @@ func TestCloseDoesNotWaitForTheUnsubscribe(t *testing.T) {
 	f.send(t, again)
 	require.NoError(t, await(t, res).err)
 }
+
+// A message addressed to several subscriptions ("<id1>,<id2> <payload>")
+// reaches each of them with the whole payload, and no other; an address no
+// subscription claims is handed back as a message to that one address.
+func TestMessageToSeveralAddressees(t *testing.T) {
+	forModes(t, func(t *testing.T, f *fixture) {
+		var mu sync.Mutex
+		var back []string
+		be, err := newBackend(f.client(), f.mode)
+		require.NoError(t, err)
+		f.hub = newHub(be, Options{HealthCheckInterval: testInterval, Unclaimed: func(channel, msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			back = append(back, channel+": "+msg)
+		}})
+		t.Cleanup(func() { require.NoError(t, f.hub.Close()) })
+
+		subs := []*Subscription{f.subscribe(t, "multi"), f.subscribe(t, "multi"), f.subscribe(t, "multi")}
+		require.EqualValues(t, 1, f.publish(t, "multi", subs[0].ID()+","+subs[2].ID()+",gone {\"x\": 1, \"y\": 2}"),
+			"one message, one connection")
+		for _, s := range []*Subscription{subs[0], subs[2]} {
+			d, err := s.Wait(testCtx(t), settle)
+			require.NoError(t, err)
+			require.Equal(t, Delivery{Payload: `{"x": 1, "y": 2}`}, d)
+		}
+		_, err = subs[1].Wait(testCtx(t), grace)
+		require.ErrorIs(t, err, ErrWaitTimeout, "not addressed to it")
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(back) == 1
+		}, settle, 5*time.Millisecond)
+		require.Equal(t, []string{`multi: gone {"x": 1, "y": 2}`}, back)
+	})
+}
+
+// An ID that an address could not name (a space ends the address, a comma
+// separates its IDs) is refused.
+func TestSubscribeRefusesUnaddressableIDs(t *testing.T) {
+	f := newFixture(t, Classic)
+	for _, id := range []string{"a b", "a,b", ",", " "} {
+		_, err := f.hub.Subscribe(testCtx(t), "ids", id)
+		require.ErrorIs(t, err, ErrInvalidID, "%q", id)
+	}
+	require.Zero(t, f.hub.Channels(), "nothing subscribed")
+}

@@ -118,9 +118,18 @@ func (a acquireArgs) argv() []any {
 // acquireOnce runs the acquire script once and reads its reply.
 func (k Keys) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []string, args []any) (AcquireResult, error) {
 	reply, err := acquireScript.Run(ctx, rdb, keys, args...).Int64Slice()
-	if err != nil {
-		return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", k.Name, err)
+	if err == nil {
+		var res AcquireResult
+		if res, err = parseAcquireReply(reply); err == nil {
+			return res, nil
+		}
 	}
+	return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: %w", k.Name, err)
+}
+
+// parseAcquireReply reads the reply of an acquire script (acquire.lua,
+// shared_acquire.lua): its headers give the replies.
+func parseAcquireReply(reply []int64) (AcquireResult, error) {
 	switch {
 	case (len(reply) == 3 || len(reply) == 4) && reply[0] == 1:
 		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2]), Reported: len(reply) == 4}, nil
@@ -131,5 +140,5 @@ func (k Keys) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []string
 	case len(reply) == 1 && reply[0] == 2:
 		return AcquireResult{Draining: true}, nil
 	}
-	return AcquireResult{}, fmt.Errorf("reentrant: acquire %q: unexpected reply %v", k.Name, reply)
+	return AcquireResult{}, fmt.Errorf("unexpected reply %v", reply)
 }

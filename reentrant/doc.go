@@ -1,9 +1,10 @@
-// Package reentrant is the Redis side of baton's reentrant lock: the Lua
-// scripts, the key and channel names, and the typed results of acquire,
-// release, renew, leave, force-release and inspect. It has no goroutines
-// and no timers; waiting, renewal and ownership live in the packages above
-// it. This comment is the protocol the scripts and their clients keep;
-// rlock's documentation tells the client's side.
+// Package reentrant is the Redis side of baton's reentrant lock, and of
+// its multi-holder resources (the read-write lock and the semaphore): the
+// Lua scripts, the key and channel names, and the typed results of
+// acquire, release, renew, leave, force-release and inspect. It has no
+// goroutines and no timers; waiting, renewal and ownership live in the
+// packages above it. This comment is the protocol the scripts and their
+// clients keep; rlock's documentation tells the client's side.
 //
 // # Keys
 //
@@ -130,12 +131,62 @@
 // ran unseen as after a lost reply (Redis keeps what a script wrote
 // before its error). Its message names the Lua file and the line in it.
 //
+// # Multi-holder resources
+//
+// A read-write lock and a semaphore are one machine (SharedKeys): a
+// resource of a size that several holds share, each taking a weight. A
+// semaphore's size is its permits, stored in Redis; a hold takes the
+// permits it asked for. A read-write lock's size is WriteWeight; a read
+// takes 1 and a write WriteWeight, so a write is alone, and reads share. A
+// hold fits when the weights held plus its own are within the size. Each
+// resource of name N and kind K ("rw", "sem") lives in N's slot:
+//
+//	<prefix>{N}:K              the holds: field "<mode>:<owner>" per hold, and
+//	                           'used', the sum of their weights
+//	<prefix>{N}:K:leases       each hold's lease deadline, in server ms
+//	<prefix>{N}:K:queue        the waiters, oldest first (Waiter.sharedRecord)
+//	<prefix>{N}:K:fence        the fencing-token counter (never expires)
+//	<prefix>{N}:sem:size       a semaphore's size (never expires)
+//	<prefix>{N}:K:req:<id>     a request's remembered result (expires)
+//	<prefix>{N}:K:alive:<client> a client's liveness key
+//
+// Grants go on the plain lock's grant channels. A lease runs out by the
+// server clock: every script that reads the holds first drops those whose
+// deadline has passed, and the hash and the deadlines expire with the last
+// of them, so an abandoned resource goes by itself, and nothing but the
+// counter and a semaphore's size is left once the last hold is released.
+//
+// The queue is strictly first in, first out: nobody takes past a waiter,
+// and a grant admits the run of consecutive heads that fit, stopping at
+// the first that does not (a read behind a queued write waits for it; a
+// request for 3 permits is not overtaken by one for 1). Whatever frees
+// weight (a release, a leave, an expiry found by a look, a larger size)
+// grants in the same script, with one message per grant channel, addressed
+// to all its waiters in the run (ParseGrants): a write's release admits k
+// queued reads in one script run (up to grantBatch, lua/shared_grant.lua;
+// pass runs in the same call admit the rest), whose commands grow with k
+// only by its messages and by a read of the queue per factor of four. A dead waiter's
+// entry is dropped, what it would have taken freed, and the grant goes on.
+//
+// Tokens: a write or permits take the next token, as a lock's hold does; a
+// read takes the token of the last write grant (0 before any), so a batch
+// of reads shares it. A read by an owner holding the write is granted at
+// once, past the queue and the size, with the write's token: the read
+// stays after the write's release (a downgrade), and no write comes
+// between. A read re-enters a read, and a write a write; permits are not
+// re-entered. A hold names the waiter it was last granted to, by which that
+// waiter's look finds it, and its leave gives it back.
+//
 // # Scripts
 //
 // The scripts are lua/*.lua, run by EVALSHA (EVAL when not cached). Those
 // that can leave a lock free run the library first: lua/token.lua (the
-// fencing token), lua/record.lua (the queue record's reader) and
-// lua/grant.lua (the grant, and passOn, the tail that grants or deletes).
+// fencing token), lua/record.lua (the queue record's reader),
+// lua/publish.lua (the write probe, and deliver, which publishes a grant
+// and judges its waiter's liveness) and lua/grant.lua (the grant, and
+// passOn, the tail that grants or deletes). A multi-holder resource's
+// scripts (lua/shared_*.lua) run lua/shared.lua (the holds) and
+// lua/shared_grant.lua (their grant) in place of lua/grant.lua.
 // Every script keeps these conventions (the order of arguments holds for
 // the lock's own scripts, not the Redisson ones):
 //   - a header says what it does, then names every key and argument, one

@@ -12,58 +12,126 @@ import (
 // Grant is a grant message, as a waiter's client receives it.
 type Grant struct {
 	Waiter string // the waiter it is addressed to
-	Lock   string // the name of the lock it grants
-	Token  uint64 // the token of the hold it grants
-	Owner  string // the owner the hold was granted to
+	Lock   string // the name of the lock or resource it grants
+	// Kind is the kind of the multi-holder resource it grants; empty for
+	// a plain lock.
+	Kind Kind
+	// Mode is the granted hold's mode, of a multi-holder resource; empty
+	// for a plain lock.
+	Mode  Mode
+	Token uint64 // the token of the hold it grants
+	Owner string // the owner the hold was granted to
 	// Unconfirmed is the lease the hold has until its waiter confirms the
 	// grant (a renewal, or a look), where liveness is judged by key; zero
 	// when the grant already has the lease the waiter asked for.
 	Unconfirmed time.Duration
 }
 
-// ParseGrant reads a grant message: the waiter's ID, a space, and a JSON
-// object with the token (a string), the owner, the lock's hash key and,
+// grantBody is one grant in a message: the token (a string, which cjson
+// does not round), the owner, the mode (of a multi-holder resource) and,
 // where the grant's lease holds only until confirmed, that lease in ms.
-func ParseGrant(msg string) (Grant, error) {
-	waiter, body, _ := strings.Cut(msg, " ")
-	m, err := decodeGrantBody(body)
-	token, terr := strconv.ParseUint(m.Token, 10, 64)
-	// The name is the hash tag: the prefix cannot contain a brace.
-	from, to := strings.IndexByte(m.Hash, '{'), strings.LastIndexByte(m.Hash, '}')
-	if err != nil || terr != nil || waiter == "" || from < 0 || to <= from {
-		return Grant{}, fmt.Errorf("reentrant: not a grant message: %q", msg)
-	}
-	return Grant{Waiter: waiter, Lock: m.Hash[from+1 : to], Token: token, Owner: m.Owner,
-		Unconfirmed: time.Duration(m.Unconfirmed) * time.Millisecond}, nil
+type grantBody struct {
+	Token       string `json:"t"`
+	Owner       string `json:"o"`
+	Mode        Mode   `json:"m"`
+	Unconfirmed int64  `json:"u"`
 }
 
-// grantBody is the JSON object of a grant message, as grant.lua's
-// cjson.encode writes it.
-type grantBody struct {
+// ParseGrant reads a grant message addressed to one waiter: the waiter's
+// ID, a space, and a JSON object. A plain lock's object has the lock's
+// hash key (k) and the grant's fields (see grantBody); a multi-holder
+// resource's has the resource's hash key (k) and, by waiter ID, the grants
+// of every waiter the message was addressed to (g). notify hands a waiter
+// the payload of a message addressed to several; the waiter reads it as
+// addressed to itself.
+func ParseGrant(msg string) (Grant, error) {
+	if g, ok := quickPlainGrant(msg); ok {
+		return g, nil
+	}
+	grants, err := ParseGrants(msg)
+	if err != nil {
+		return Grant{}, err
+	}
+	if len(grants) != 1 {
+		return Grant{}, fmt.Errorf("reentrant: a grant message to %d waiters: %q", len(grants), msg)
+	}
+	return grants[0], nil
+}
+
+// ParseGrants reads a grant message addressed to one or more waiters (IDs
+// separated by commas, a space, then the object ParseGrant describes) and
+// returns each waiter's grant, in the order of the address.
+func ParseGrants(msg string) ([]Grant, error) {
+	addr, body, _ := strings.Cut(msg, " ")
+	var m struct {
+		grantBody
+		Hash   string               `json:"k"`
+		Grants map[string]grantBody `json:"g"`
+	}
+	bad := fmt.Errorf("reentrant: not a grant message: %q", msg)
+	if err := json.Unmarshal([]byte(body), &m); err != nil || addr == "" {
+		return nil, bad
+	}
+	// The name is the hash tag: the prefix cannot contain a brace. What
+	// follows it names the kind: nothing for a plain lock.
+	from, to := strings.IndexByte(m.Hash, '{'), strings.LastIndexByte(m.Hash, '}')
+	if from < 0 || to <= from {
+		return nil, bad
+	}
+	kind := Kind(strings.TrimPrefix(m.Hash[to+1:], ":"))
+	ids := strings.Split(addr, ",")
+	if (kind == "") != (m.Grants == nil) || kind == "" && len(ids) != 1 || kind != "" && kind != KindRW && kind != KindSemaphore {
+		return nil, bad
+	}
+	grants := make([]Grant, len(ids))
+	for i, id := range ids {
+		g, ok := m.grantBody, true
+		if kind != "" {
+			g, ok = m.Grants[id]
+		}
+		token, err := strconv.ParseUint(g.Token, 10, 64)
+		if !ok || err != nil || id == "" || (kind == "") != (g.Mode == "") {
+			return nil, bad
+		}
+		grants[i] = Grant{Waiter: id, Lock: m.Hash[from+1 : to], Kind: kind, Mode: g.Mode, Token: token,
+			Owner: g.Owner, Unconfirmed: time.Duration(g.Unconfirmed) * time.Millisecond}
+	}
+	return grants, nil
+}
+
+// quickPlainGrant reads a plain lock's grant message to one waiter on the
+// waiter's path to Lock's return, where reflection over a cold cache costs
+// more than the rest of the wake-up: the shape grant.lua writes is read by
+// hand (see quickPlainBody). It reports false for anything else, which
+// ParseGrants then reads, and so defines the result.
+func quickPlainGrant(msg string) (Grant, bool) {
+	waiter, body, _ := strings.Cut(msg, " ")
+	m, ok := quickPlainBody(body)
+	if !ok || waiter == "" || strings.IndexByte(waiter, ',') >= 0 {
+		return Grant{}, false
+	}
+	token, err := strconv.ParseUint(m.Token, 10, 64)
+	from, to := strings.IndexByte(m.Hash, '{'), strings.LastIndexByte(m.Hash, '}')
+	if err != nil || from < 0 || to <= from || to != len(m.Hash)-1 {
+		return Grant{}, false // a multi-holder resource's key has a kind after its tag
+	}
+	return Grant{Waiter: waiter, Lock: m.Hash[from+1 : to], Token: token, Owner: m.Owner,
+		Unconfirmed: time.Duration(m.Unconfirmed) * time.Millisecond}, true
+}
+
+// plainBody is the JSON object of a plain lock's grant message, as
+// grant.lua's cjson.encode writes it.
+type plainBody struct {
 	Token       string `json:"t"`
 	Owner       string `json:"o"`
 	Hash        string `json:"k"`
 	Unconfirmed int64  `json:"u"`
 }
 
-// decodeGrantBody reads body as encoding/json would into a grantBody. A
-// grant is read on the waiter's path to Lock's return, where reflection
-// over a cold cache costs more than the rest of the wake-up; so the shape
-// cjson writes (no spaces, plain strings, an integer u) is read by hand,
-// and anything else goes to encoding/json, which then defines the result.
-func decodeGrantBody(body string) (grantBody, error) {
-	if m, ok := quickGrantBody(body); ok {
-		return m, nil
-	}
-	var m grantBody
-	err := json.Unmarshal([]byte(body), &m)
-	return m, err
-}
-
-// quickGrantBody reads body if it is an object of distinct members t, o
+// quickPlainBody reads body if it is an object of distinct members t, o
 // and k (strings, see quickString) and u (digits, fitting an int64), with
 // no space anywhere. It reports false for anything else.
-func quickGrantBody(body string) (m grantBody, ok bool) {
+func quickPlainBody(body string) (m plainBody, ok bool) {
 	rest, ok := strings.CutPrefix(body, "{")
 	if !ok || rest == "}" {
 		return m, ok

@@ -93,3 +93,40 @@ func BenchmarkKeys(b *testing.B) {
 		}
 	}
 }
+
+// The keys of a multi-holder resource: distinct from the plain lock's and
+// the other kind's of the same name, all in the name's slot, and the grant
+// channel the plain lock's.
+func TestSharedKeyLayout(t *testing.T) {
+	k, err := Namespace{}.SharedKeys(KindRW, "orders")
+	require.NoError(t, err)
+	require.Equal(t, SharedKeys{Name: "orders", Kind: KindRW, Hash: "baton:{orders}:rw", Leases: "baton:{orders}:rw:leases",
+		Queue: "baton:{orders}:rw:queue", Fence: "baton:{orders}:rw:fence"}, exported(k))
+	require.Equal(t, "baton:{orders}:rw:req:x", k.RequestKey("x"))
+	require.Equal(t, "baton:grant:c1", k.GrantChannel("c1"))
+	s, err := Namespace{Prefix: "app:", Sharded: true}.SharedKeys(KindSemaphore, "orders")
+	require.NoError(t, err)
+	require.Equal(t, "app:{orders}:sem:size", s.Size)
+	require.Equal(t, "app:{orders}:grant:c1", s.GrantChannel("c1"), "the lock's channel, in its slot")
+	_, err = Namespace{}.SharedKeys("mutex", "orders")
+	require.ErrorIs(t, err, ErrInvalidKind)
+	_, err = Namespace{}.SharedKeys(KindRW, "a{b")
+	require.ErrorIs(t, err, ErrInvalidName)
+
+	for i := range 500 {
+		name := fmt.Sprintf("res-%d:%x", i, i*7919)
+		want := slot.Of(name)
+		for _, kind := range []Kind{KindRW, KindSemaphore} {
+			k, err := Namespace{Sharded: true, ReceiversElsewhere: true}.SharedKeys(kind, name)
+			require.NoError(t, err)
+			for _, key := range append(k.keys(k.RequestKey("r")), k.AliveKey("c"), k.GrantChannel("c")) {
+				require.Equal(t, want, slot.Of(key), key)
+			}
+		}
+	}
+}
+
+// exported is k with its unexported fields zeroed, for comparison.
+func exported(k SharedKeys) SharedKeys {
+	return SharedKeys{Name: k.Name, Kind: k.Kind, Hash: k.Hash, Leases: k.Leases, Queue: k.Queue, Fence: k.Fence, Size: k.Size}
+}

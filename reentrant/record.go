@@ -47,6 +47,16 @@ type Waiter struct {
 // The lengths make any channel, key and owner read back whatever bytes
 // they hold. The same call always writes the same record, which is how it
 // finds itself in the queue (LPOS) and leaves it (LREM).
+//
+// A waiter of a multi-holder resource (a read-write lock, a semaphore:
+// SharedKeys) has the same record behind two more fields, written by
+// sharedRecord and read by parseSharedWaiter:
+//
+//	<mode> <weight> <id> <lease> ...
+//
+//	mode    what it asks for: r (read), w (write) or p (permits); see Mode
+//	weight  how much of the resource's size it takes, in decimal: 1 for a
+//	        read, WriteWeight for a write, the permits asked for
 func (w Waiter) record(owner string, leaseMs, aliveMs int64, shared bool) string {
 	unconfirmed := leaseMs
 	if w.Alive != "" && aliveMs > 0 {
@@ -54,4 +64,11 @@ func (w Waiter) record(owner string, leaseMs, aliveMs int64, shared bool) string
 	}
 	return fmt.Sprintf("%s %d %d %s %d %d %s%s%s", w.ID, leaseMs, unconfirmed, wireFlag(shared),
 		len(w.Channel), len(w.Alive), w.Channel, w.Alive, owner)
+}
+
+// sharedRecord is w's record in the queue of a multi-holder resource, for
+// owner asking for weight in mode: record's, behind the mode and the weight
+// (see record for the format).
+func (w Waiter) sharedRecord(mode Mode, weight int64, owner string, leaseMs, aliveMs int64, shared bool) string {
+	return fmt.Sprintf("%s %d %s", mode, weight, w.record(owner, leaseMs, aliveMs, shared))
 }

@@ -57,14 +57,21 @@ func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, tok
 	if err != nil {
 		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", k.Name, err)
 	}
-	switch {
-	case n == -2:
+	if n == -2 {
 		k.handOn(ctx, rdb)
-		return ReleaseResult{Status: Released}, nil
-	case n < 0:
-		return ReleaseResult{Status: NotHeld}, nil
-	case n == 0:
-		return ReleaseResult{Status: Released}, nil
 	}
-	return ReleaseResult{Status: StillHeld, Remaining: n}, nil
+	return parseReleaseReply(n), nil
+}
+
+// parseReleaseReply reads the reply of a release script (release.lua,
+// shared_release.lua): the count left, -1 for not held, -2 for released
+// with a pass to run.
+func parseReleaseReply(n int64) ReleaseResult {
+	switch {
+	case n == -2, n == 0:
+		return ReleaseResult{Status: Released}
+	case n < 0:
+		return ReleaseResult{Status: NotHeld}
+	}
+	return ReleaseResult{Status: StillHeld, Remaining: n}
 }

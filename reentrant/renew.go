@@ -12,18 +12,45 @@ import (
 var renewScript = plainScript("renew.lua")
 
 // Renewal names one owner's hold on one lock under its token, for
-// RenewAll.
+// RenewAll; or, made by Share.Renewal, a hold of a multi-holder resource
+// (Keys is then unused).
 type Renewal struct {
 	Keys  Keys
 	Owner string
 	Token uint64
+
+	share *Share // the hold's share, for a multi-holder resource's hold
 }
 
-// RenewAll renews each of renewals as Renew does, all in one pipeline: one
-// round trip on a single node, one per node on a cluster (go-redis splits
-// cluster pipelines by node). renewed[i] reports whether renewals[i]'s
-// owner still held its lock under its token, and so has at least lease
-// left; false, with errs[i] nil, means it no longer did, and nothing
+// script is the script that renews r.
+func (r Renewal) script() *script {
+	if r.share != nil {
+		return sharedRenewScript
+	}
+	return renewScript
+}
+
+// call is the keys and arguments of r's script, for a lease of ms.
+func (r Renewal) call(ms int64) ([]string, []any) {
+	if s := r.share; s != nil {
+		return []string{s.keys.Hash, s.keys.Leases}, []any{r.Owner, formatToken(r.Token), string(s.mode), ms}
+	}
+	return []string{r.Keys.Hash, r.Keys.Fence}, []any{r.Owner, formatToken(r.Token), ms}
+}
+
+// name names r's lock or resource in errors.
+func (r Renewal) name() string {
+	if s := r.share; s != nil {
+		return fmt.Sprintf("%s %q", s.keys.Kind, s.keys.Name)
+	}
+	return fmt.Sprintf("%q", r.Keys.Name)
+}
+
+// RenewAll renews each of renewals as Renew (or Share.Renew) does, all in
+// one pipeline, whatever the kinds of their holds: one round trip on a
+// single node, one per node on a cluster (go-redis splits cluster
+// pipelines by node). renewed[i] reports whether renewals[i]'s owner still
+// held its hold under its token, and so has at least lease left; false, with errs[i] nil, means it no longer did, and nothing
 // changed. errs[i] is what kept renewals[i] from being judged: the lease
 // (ErrInvalidLease), the transport, or an error reply to the script.
 func RenewAll(ctx context.Context, rdb redis.Cmdable, renewals []Renewal, lease time.Duration) (renewed []bool, errs []error) {
@@ -35,7 +62,7 @@ func RenewAll(ctx context.Context, rdb redis.Cmdable, renewals []Renewal, lease 
 		}
 		return renewed, errs
 	}
-	cmds := renewPipeline(ctx, rdb, renewals, ms, renewScript.EvalSha)
+	cmds := renewPipeline(ctx, rdb, renewals, ms, (*script).EvalSha)
 	var missing []int
 	for i, cmd := range cmds {
 		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
@@ -49,30 +76,31 @@ func RenewAll(ctx context.Context, rdb redis.Cmdable, renewals []Renewal, lease 
 		for j, i := range missing {
 			retry[j] = renewals[i]
 		}
-		for j, cmd := range renewPipeline(ctx, rdb, retry, ms, renewScript.Eval) {
+		for j, cmd := range renewPipeline(ctx, rdb, retry, ms, (*script).Eval) {
 			cmds[missing[j]] = cmd
 		}
 	}
 	for i, cmd := range cmds {
 		n, err := cmd.Int64()
 		if err != nil {
-			errs[i] = fmt.Errorf("reentrant: renew %q: %w", renewals[i].Keys.Name, renewScript.locate(err))
+			errs[i] = fmt.Errorf("reentrant: renew %s: %w", renewals[i].name(), renewals[i].script().locate(err))
 		}
 		renewed[i] = err == nil && n == 1
 	}
 	return renewed, errs
 }
 
-// evalFunc is how renewPipeline runs the script: EVALSHA or EVAL.
-type evalFunc func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd
+// evalFunc is how renewPipeline runs a script: EVALSHA or EVAL.
+type evalFunc func(s *script, ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd
 
-// renewPipeline runs renew.lua for each of renewals in one pipeline, and
-// returns its commands, each with its own reply or error.
+// renewPipeline runs each of renewals' script in one pipeline, and returns
+// its commands, each with its own reply or error.
 func renewPipeline(ctx context.Context, rdb redis.Cmdable, renewals []Renewal, ms int64, eval evalFunc) []*redis.Cmd {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(renewals))
 	for i, r := range renewals {
-		cmds[i] = eval(ctx, pipe, []string{r.Keys.Hash, r.Keys.Fence}, r.Owner, formatToken(r.Token), ms)
+		keys, args := r.call(ms)
+		cmds[i] = eval(r.script(), ctx, pipe, keys, args...)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read by the caller
 	return cmds
@@ -85,7 +113,8 @@ func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token
 	if err != nil {
 		return false, err
 	}
-	n, err := renewScript.Run(ctx, rdb, []string{k.Hash, k.Fence}, owner, formatToken(token), ms).Int64()
+	keys, args := Renewal{Keys: k, Owner: owner, Token: token}.call(ms)
+	n, err := renewScript.Run(ctx, rdb, keys, args...).Int64()
 	if err != nil {
 		return false, fmt.Errorf("reentrant: renew %q: %w", k.Name, err)
 	}

@@ -19,10 +19,16 @@ import (
 var luaDir embed.FS
 
 // library is what every script that can leave a lock free runs before its
-// own file, in this order: the fencing token, the queue record's reader and
-// the grant. Its files define local functions only and read no KEYS or
-// ARGV.
-var library = []string{"token.lua", "record.lua", "grant.lua"}
+// own file, in this order: the fencing token, the queue record's reader,
+// publishing a grant and the grant. Its files define local functions only
+// and read no KEYS or ARGV.
+var library = []string{"token.lua", "record.lua", "publish.lua", "grant.lua"}
+
+// sharedLibrary is what every script of a multi-holder resource that can
+// grant runs before its own file: library's first three files, then the
+// holds (shared.lua) and their grant (shared_grant.lua). Scripts that only
+// read or renew holds run token.lua and shared.lua.
+var sharedLibrary = []string{"token.lua", "record.lua", "publish.lua", "shared.lua", "shared_grant.lua"}
 
 // luaFile is one Lua source file: its name in lua/ and its text.
 type luaFile struct{ name, text string }
@@ -83,6 +89,12 @@ func plainScript(file string) *script { return newScript(luaFiles(file)...) }
 // library runs first, so that file can grant.
 func grantingScript(file string) *script {
 	return newScript(luaFiles(slices.Concat(library, []string{file})...)...)
+}
+
+// sharedScript is the script of file, of a multi-holder resource, which
+// can grant: the shared library runs first.
+func sharedScript(file string) *script {
+	return newScript(luaFiles(slices.Concat(sharedLibrary, []string{file})...)...)
 }
 
 // Run runs the script by EVALSHA (EVAL when the server has not cached it),

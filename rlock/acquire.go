@@ -35,6 +35,17 @@ func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (
 
 // obtain is Lock (blocking) and TryLock on the plain lock called name.
 func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blocking bool) (*handle, error) {
+	a, err := c.prepare(ctx, opts, func() (resource, error) { return c.lockResource(name) })
+	if err != nil {
+		return nil, err
+	}
+	return a.run(blocking)
+}
+
+// prepare is the attempt of a call with ctx and opts on the resource face
+// res gives, or the error that ends the call first: ErrClosed, then an
+// option's, then res's.
+func (c *Client) prepare(ctx context.Context, opts []LockOption, res func() (resource, error)) (*attempt, error) {
 	if c.table.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -42,11 +53,11 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.lockResource(name)
+	r, err := res()
 	if err != nil {
 		return nil, err
 	}
-	return c.newAttempt(ctx, res, lc).run(blocking)
+	return c.newAttempt(ctx, r, lc), nil
 }
 
 // attempt is one call that acquires a resource: Lock or TryLock today.

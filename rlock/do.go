@@ -18,13 +18,18 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	if err != nil {
 		return err
 	}
+	return runHeld(ctx, l, fn)
+}
+
+// runHeld runs fn with l's Context and unlocks l, as Do says.
+func runHeld(ctx context.Context, l *Lock, fn func(ctx context.Context) error) error {
 	returned := false
 	defer func() {
 		if !returned {
 			_ = l.Unlock(ctx)
 		}
 	}()
-	err = fn(l.Context())
+	err := fn(l.Context())
 	returned = true
 	_ = l.Context().Err() // a lease that ran out during fn is a loss, seen now
 	lost := context.Cause(l.Context())

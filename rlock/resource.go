@@ -22,6 +22,8 @@ type resource interface {
 	id() resourceID
 	// name is the name the user gave, for errors and events.
 	name() string
+	// claims reports whether grant g grants a hold on this resource face.
+	claims(g reentrant.Grant) bool
 	// waiter makes the waiter id of client: its grant channel, and its
 	// liveness key where the namespace judges liveness by key.
 	waiter(id, client string) reentrant.Waiter
@@ -55,8 +57,22 @@ type resourceID struct {
 	face string // lockFace for the plain lock
 }
 
-// lockFace is the plain lock's face: its only one.
-const lockFace = "lock"
+// The faces of the resources: the plain lock's only one, and the RW
+// lock's two.
+const (
+	lockFace  = "lock"
+	readFace  = "read"
+	writeFace = "write"
+)
+
+// grantResource is the resource face grant g is of, or says why there is
+// none (ErrInvalidName).
+func (c *Client) grantResource(g reentrant.Grant) (resource, error) {
+	if g.Kind == "" {
+		return c.lockResource(g.Lock)
+	}
+	return c.sharedResource(g.Kind, g.Mode, g.Lock)
+}
 
 // acquireCall is one run of a resource's acquire script.
 type acquireCall struct {
@@ -90,6 +106,8 @@ func (c *Client) lockResource(name string) (*plainLock, error) {
 func (p *plainLock) id() resourceID { return resourceID{key: p.keys.Hash, face: lockFace} }
 
 func (p *plainLock) name() string { return p.keys.Name }
+
+func (p *plainLock) claims(g reentrant.Grant) bool { return g.Kind == "" && g.Lock == p.keys.Name }
 
 func (p *plainLock) waiter(id, client string) reentrant.Waiter { return p.keys.Waiter(id, client) }
 

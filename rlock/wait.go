@@ -122,7 +122,7 @@ func (s *subscribed) close() {
 // background: the call returns without waiting for it.
 func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload string) *handle {
 	g, err := reentrant.ParseGrant(w.ID + " " + payload)
-	if err != nil || g.Owner != a.owner || g.Lock != a.res.name() || a.queuedAt.IsZero() {
+	if err != nil || g.Owner != a.owner || !a.res.claims(g) || a.queuedAt.IsZero() {
 		return nil
 	}
 	lease := a.lease

@@ -2,33 +2,20 @@
 -- leave a lock free: hand a free lock to the oldest live waiter. The
 -- protocol is the package doc's (doc.go: The baton pass, Liveness,
 -- Draining); what the code must keep:
---   - a waiter is live when its grant message was received (PUBLISH and
---     SPUBLISH count receivers), or, with 'publish-alive', when its
---     liveness key exists: then every grant published is kept, and its
---     lease is the record's unconfirmed one until the waiter confirms it;
+--   - a waiter is live as deliver (publish.lua) judges it; with
+--     'publish-alive' every grant published is kept, and its lease is the
+--     record's unconfirmed one until the waiter confirms it;
 --   - a dead waiter's record is dropped; up to grantTries per script, which
 --     bounds how long one script blocks the server;
 --   - the grant is published before any write: if the channel is refused
 --     (an ACL without it), the script fails with the lock and the queue as
 --     they were;
---   - nothing is published where the writes would be refused (a replica,
---     such as a demoted master a client still reaches after a failover, or
---     a master short of min-replicas-to-write): a waiter listening there
---     would believe in a grant never made. Before its first message a
---     script runs writeProbe, which Redis refuses there as any write.
+--   - nothing is published where the writes would be refused (see
+--     writeProbe, publish.lua).
 
 -- grantTries is how many queue entries one script tries before it gives
 -- up with entries left (see grant).
 local grantTries = 16
-
--- writeProbe is a write that changes nothing: GETEX without options reads
--- the fencing counter (always a string) and touches neither value nor TTL,
--- but is flagged as a write, and Redis judges a script's commands by their
--- flags (READONLY on a replica, NOREPLICAS, MISCONF) before running them.
--- It is not flagged deny-oom, so a full server still lets a lock go.
-local function writeProbe(fence)
-  redis.call('getex', fence)
-end
 
 -- take makes owner the holder of the lock, with lease ms and token, in
 -- place of whatever hold was left in the hash.
@@ -54,9 +41,9 @@ local function grant(hash, fence, queue, granted, publish, self, last)
       return nil, nil, false
     end
     local w = parseWaiter(rec)
-    local token, received = nil, 0
+    local token, live = nil, false
     if w then
-      token, received = nextToken(fence, last), 1
+      token, live = nextToken(fence, last), true
     end
     if w and w.id ~= self then
       -- The token goes as a string: cjson would round it. A lease that
@@ -70,16 +57,10 @@ local function grant(hash, fence, queue, granted, publish, self, last)
         writeProbe(fence)
         probed = true
       end
-      if publish ~= 'publish-alive' then
-        received = redis.call(publish, w.c, msg)
-      elseif not (w.a and redis.call('pttl', w.a) ~= -2) then
-        received = 0
-      else
-        redis.call('publish', w.c, msg)
-      end
+      live = deliver(publish, w.c, w.a, msg)
     end
     redis.call('lpop', queue)
-    if received > 0 then
+    if live then
       -- The caller's own grant is confirmed by this very call.
       local lease = w.id == self and w.l or w.u
       take(hash, fence, w.o, lease, token)

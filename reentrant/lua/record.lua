@@ -21,3 +21,17 @@ local function parseWaiter(rec)
   end
   return w
 end
+
+-- parseSharedWaiter reads a queue record of a multi-holder resource: the
+-- mode and the weight, then a record parseWaiter reads. It returns
+-- parseWaiter's table with m (the mode: 'r', 'w' or 'p') and n (the
+-- weight, a number) added; or nil for anything else.
+local function parseSharedWaiter(rec)
+  local mode, weight, rest = string.match(rec, '^([rwp]) (%d+) (.*)$')
+  local w = mode and parseWaiter(rest)
+  if not w then
+    return nil
+  end
+  w.m, w.n = mode, tonumber(weight)
+  return w
+end

@@ -1,0 +1,132 @@
+-- Library (see script.go): the holds of a multi-holder resource (a
+-- read-write lock, a semaphore; see shared.go and the package doc's
+-- Multi-holder resources). What the code must keep:
+--   - the hash has one field per hold, "<mode>:<owner>" (see holdField),
+--     whose value is the hold (see formatHold), and the field 'used', the
+--     sum of the holds' weights; the leases zset has one member per hold,
+--     the same field, scored with the hold's lease deadline in server ms;
+--   - a hold whose deadline has passed by the server clock is gone: every
+--     script that reads the holds first purges them (purge), and no
+--     script renews or reports one;
+--   - while any hold is left, the hash and the zset expire at the latest
+--     deadline (settle), so that an abandoned resource disappears by
+--     itself; with none left, the hash is deleted.
+
+-- purgeMax bounds the expired holds one script drops: a hold left behind
+-- still counts as used, which only delays a grant until the next script.
+local purgeMax = 1024
+
+-- resource names the keys and settings of one multi-holder resource for
+-- the library's functions, and reads its size. sizeKey is nil for a
+-- read-write lock; size is the size to use, and store, when the resource
+-- has none stored ('0' when the caller knows none: the size is then nil,
+-- unknown, and nothing is granted).
+local function resource(hash, leases, queue, fence, sizeKey, size, publish)
+  local r = {hash = hash, leases = leases, queue = queue, fence = fence, sizeKey = sizeKey, publish = publish}
+  r.size = tonumber(size)
+  if sizeKey then
+    local stored = redis.call('get', sizeKey)
+    r.storeSize = not stored and r.size > 0
+    r.size = tonumber(stored) or r.size
+  end
+  if r.size == 0 then
+    r.size = nil
+  end
+  return r
+end
+
+-- nowMs is the server clock in ms: the clock every lease deadline is on.
+local function nowMs()
+  return math.floor(clockToken() / 1000)
+end
+
+-- holdField is the field (and leases member) of owner's hold in mode.
+local function holdField(mode, owner)
+  return mode .. ':' .. owner
+end
+
+-- formatHold is a hold's value: "<count> <weight> <token> <waiter>", the
+-- hold count, the weight it takes, its token, and the ID of the waiter it
+-- was last granted to ('' for none), by which that waiter's look and leave
+-- know the grant was theirs.
+local function formatHold(count, weight, token, waiter)
+  return string.format('%d %d %d %s', count, weight, token, waiter)
+end
+
+-- parseHold reads formatHold's value: a table with c (the count), n (the
+-- weight), t (the token, a string of digits, as callers compare it) and w
+-- (the waiter); nil for false (no such field).
+local function parseHold(v)
+  if not v then
+    return nil
+  end
+  local c, n, t, w = string.match(v, '^(%d+) (%d+) (%d+) (.*)$')
+  return {c = tonumber(c), n = tonumber(n), t = t, w = w}
+end
+
+-- purge drops the holds whose deadline is at or before now (server ms),
+-- up to purgeMax of them, and returns the weight the holds left use.
+local function purge(r, now)
+  local gone = redis.call('zrangebyscore', r.leases, '-inf', now, 'limit', 0, purgeMax)
+  local used = tonumber(redis.call('hget', r.hash, 'used') or 0)
+  if #gone == 0 then
+    return used
+  end
+  for _, v in ipairs(redis.call('hmget', r.hash, unpack(gone))) do
+    local h = parseHold(v)
+    if h then
+      used = used - h.n
+    end
+  end
+  redis.call('zrem', r.leases, unpack(gone))
+  if redis.call('exists', r.leases) == 0 then
+    redis.call('del', r.hash)
+    return 0
+  end
+  redis.call('hdel', r.hash, unpack(gone))
+  redis.call('hset', r.hash, 'used', used)
+  return used
+end
+
+-- storeSize stores the size the resource was found without (see
+-- resource): the first call that finds none stores its own.
+local function storeSize(r)
+  if r.storeSize then
+    redis.call('set', r.sizeKey, r.size)
+  end
+end
+
+-- settle records that the holds use used, after a script changed them:
+-- the hash and the zset expire at the latest deadline, or, with no hold
+-- left, the hash goes. It stores a size found missing (storeSize).
+local function settle(r, used)
+  storeSize(r)
+  local last = redis.call('zrange', r.leases, -1, -1, 'withscores')
+  if #last == 0 then
+    redis.call('del', r.hash)
+    return
+  end
+  redis.call('hset', r.hash, 'used', used)
+  redis.call('pexpireat', r.hash, last[2])
+  redis.call('pexpireat', r.leases, last[2])
+end
+
+-- extend makes field's lease last until deadline (server ms) unless it
+-- already lasts longer: a lease is never shortened. The hash and the zset
+-- already expire (see settle), so raising their expiry is enough.
+local function extend(hash, leases, field, deadline)
+  redis.call('zadd', leases, 'gt', deadline, field)
+  redis.call('pexpireat', hash, deadline, 'gt')
+  redis.call('pexpireat', leases, deadline, 'gt')
+end
+
+-- earliestMs is how long until the first hold's deadline, in ms, from now:
+-- when a waiter should look again, since the holds may change then without
+-- a message. -1 when nobody holds the resource.
+local function earliestMs(r, now)
+  local first = redis.call('zrange', r.leases, 0, 0, 'withscores')
+  if #first == 0 then
+    return -1
+  end
+  return math.max(tonumber(first[2]) - now, 0)
+end

@@ -1,0 +1,24 @@
+-- End every hold of a multi-holder resource, whoever holds it, and grant
+-- what fits of the queue (see planGrants).
+-- KEYS[1] hash: the holds (see shared.lua)
+-- KEYS[2] leases: the holds' lease deadlines
+-- KEYS[3] queue: the waiters
+-- KEYS[4] fence: the fencing-token counter
+-- KEYS[5] sizeKey: the semaphore's size; absent for a read-write lock
+-- ARGV[1] size: the size to use, and store, when none is stored
+-- ARGV[2] publish: 'publish', 'spublish' or 'publish-alive' (see deliver)
+-- Returns {holds, left}: how many holds it ended (expired ones included),
+-- and 1 when the grant stopped at its bound with queue entries it did not
+-- judge, so that the client runs shared_pass.lua, else 0.
+local hash, leases, queue, fence, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local size, publish = ARGV[1], ARGV[2]
+
+local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
+local now = nowMs()
+local holds = redis.call('zcard', leases)
+r.cleared = true
+local plan = planGrants(r, 0, r.size, '')
+redis.call('del', hash, leases)
+commitGrants(r, plan, now)
+settle(r, plan.used)
+return {holds, plan.left and 1 or 0}

@@ -1,0 +1,299 @@
+-- Library (see script.go): the grant of a multi-holder resource, shared by
+-- every script that can free some of its size. The protocol is the package
+-- doc's (Multi-holder resources); what the code must keep:
+--   - fits is the one rule: a waiter fits when used + its weight <= size;
+--     a waiter whose owner already holds in its mode joins that hold (a
+--     re-entry takes no weight), except for permits, which are never
+--     re-entered: such a record is dropped, as one heavier than the size;
+--   - strict FIFO with head-of-line blocking: a grant admits the run of
+--     consecutive heads that fit and stops at the first that does not;
+--   - a waiter is live as deliver (publish.lua) judges it, and one message
+--     goes to each grant channel, carrying the grants of all its waiters
+--     in the run; the waiters of a channel nobody received are dropped,
+--     which frees what they would have taken, and the grant goes on;
+--   - every message is published before any write (a refused channel
+--     fails the script with the holds and the queue as they were), after
+--     writeProbe (publish.lua); planGrants only reads and publishes, and
+--     commitGrants writes what it planned;
+--   - tokens: a read takes the token of the last write grant (the fencing
+--     counter's value, 0 if none); a write or permits take the next token
+--     (nextToken), each higher than the last;
+--   - one plan examines at most grantBatch queue entries, which bounds how
+--     long one script blocks the server; one that stops there says so
+--     (left), and the client runs shared_pass.lua.
+
+-- grantBatch bounds the queue entries one plan examines (grants and drops).
+local grantBatch = 1024
+
+-- firstRead is how many queue entries a plan reads first; each later read
+-- takes three times what it has read, so that k admitted waiters cost
+-- about log4(k) reads, and a head that does not fit costs one.
+local firstRead = 16
+
+-- readQueue appends the next queue entries to plan.recs, each parsed, with
+-- the hold its owner has in its mode, if any (one HMGET for the lot): none
+-- where the caller is ending every hold (r.cleared) or that one (r.gone).
+local function readQueue(r, plan)
+  local from = #plan.recs
+  local want = math.min(math.max(firstRead, from * 3), grantBatch - from)
+  local more = want > 0 and redis.call('lrange', r.queue, from, from + want - 1) or {}
+  plan.ended = want > 0 and #more < want
+  local fields = {}
+  for i, rec in ipairs(more) do
+    local w = parseSharedWaiter(rec)
+    if w then
+      w.f = holdField(w.m, w.o)
+      fields[#fields + 1] = w.f
+    end
+    plan.recs[from + i] = w or false
+  end
+  if #fields > 0 and not r.cleared then
+    local holds = redis.call('hmget', r.hash, unpack(fields))
+    local j = 0
+    for i = from + 1, #plan.recs do
+      local w = plan.recs[i]
+      if w then
+        j = j + 1
+        if w.f ~= r.gone then
+          w.held = parseHold(holds[j])
+        end
+      end
+    end
+  end
+end
+
+-- issue gives grant g (mode g.m) its token: the last write grant's for a
+-- read, the next one for a write or permits.
+local function issue(r, plan, g)
+  if plan.fence == nil then
+    plan.fence = redis.call('get', r.fence)
+    plan.lastWrite = tonumber(plan.fence or 0)
+  end
+  if g.m == 'r' then
+    g.t = plan.lastWrite
+    return
+  end
+  plan.next = plan.next and plan.next + 1 or nextToken(r.fence, plan.fence)
+  g.t = plan.next
+end
+
+-- admit adds grant g to the plan: a new hold, or one more count of the hold
+-- its owner has (held before, or granted earlier in this plan), which
+-- takes no more of the size.
+local function admit(plan, g)
+  local h = plan.holds[g.f]
+  if not h and g.held then
+    h = {c = g.held.c, n = g.held.n, t = g.held.t}
+    plan.holds[g.f] = h
+    plan.fields[#plan.fields + 1] = g.f
+  end
+  if h then
+    h.c, h.w = h.c + 1, g.id
+  else
+    plan.holds[g.f] = {c = 1, n = g.n, t = g.t, w = g.id}
+    plan.fields[#plan.fields + 1] = g.f
+    plan.used = plan.used + g.n
+  end
+  if g.m ~= 'r' and not h then
+    -- The counter keeps the last token granted; a token issued to a
+    -- waiter found dead was never heard of, and is not kept.
+    plan.written = g.t
+    if g.m == 'w' then
+      plan.lastWrite = g.t
+    end
+  end
+  plan.grants[#plan.grants + 1] = g
+  if g.id == plan.self then
+    plan.mine = plan.holds[g.f]
+  end
+end
+
+-- selectRun returns the run of consecutive heads from plan.examined on that
+-- fit within size, each given its token, and the position it stopped at:
+-- the first head that does not fit, or the end of what the plan may read.
+-- Entries it skips (unreadable, heavier than size, permits of an owner
+-- that holds permits) are passed over, to be dropped with the run.
+local function selectRun(r, plan, size)
+  local run, used, n = {}, plan.used, plan.examined
+  local joined = {}
+  while true do
+    if n == #plan.recs and not plan.ended then
+      readQueue(r, plan)
+    end
+    local w = plan.recs[n + 1]
+    if w == nil then
+      return run, n
+    end
+    local held = w and (w.held or plan.holds[w.f] or joined[w.f])
+    if w and w.n <= size and not (held and w.m == 'p') then
+      if held then
+        w.t = held.t
+      elseif used + w.n > size then
+        return run, n
+      else
+        used = used + w.n
+        issue(r, plan, w)
+        joined[w.f] = w
+      end
+      run[#run + 1] = w
+    end
+    n = n + 1
+  end
+end
+
+-- grantMessage is the one message to a grant channel for waiters ws: their
+-- IDs joined by commas (notify hands the payload to each), a space, and a
+-- JSON object with the resource's hash key (k) and, by waiter ID, each
+-- grant (g): its token (t, a string: cjson would round it), owner (o) and
+-- mode (m), and the lease it has until confirmed (u), if shorter.
+local function grantMessage(r, ws)
+  local ids, grants = {}, {}
+  for i, w in ipairs(ws) do
+    ids[i] = w.id
+    local g = {t = formatToken(w.t), o = w.o, m = w.m}
+    if w.u ~= w.l then
+      g.u = tonumber(w.u)
+    end
+    grants[w.id] = g
+  end
+  return table.concat(ids, ',') .. ' ' .. cjson.encode({k = r.hash, g = grants})
+end
+
+-- publishRun publishes run's grants, one message per grant channel, and
+-- returns the set of channels whose waiters are live. The caller's own
+-- waiter self is live without a message.
+local function publishRun(r, plan, run, self)
+  local channels, byChannel = {}, {}
+  for _, w in ipairs(run) do
+    if w.id ~= self then
+      if not byChannel[w.c] then
+        byChannel[w.c] = {}
+        channels[#channels + 1] = w.c
+      end
+      table.insert(byChannel[w.c], w)
+    end
+  end
+  local live = {}
+  for _, c in ipairs(channels) do
+    if not plan.probed then
+      writeProbe(r.fence)
+      plan.probed = true
+    end
+    local ws = byChannel[c]
+    live[c] = deliver(r.publish, c, ws[1].a, grantMessage(r, ws))
+  end
+  return live
+end
+
+-- planTake adds to plan the caller's own hold, taken without waiting, or
+-- one more count of the hold its owner got in this plan: g has f, m, n and
+-- o (see parseSharedWaiter), id (the caller's waiter ID, '' for none) and
+-- l (the lease it asks for). It sets plan.mine.
+local function planTake(r, plan, g)
+  g.u = g.l
+  local h = plan.holds[g.f]
+  if h then
+    g.t = h.t
+  else
+    issue(r, plan, g)
+  end
+  admit(plan, g)
+end
+
+-- planGrants grants what fits of the queue's head, when used is taken of
+-- size (nil when unknown: then nothing), and publishes the grants; self is the caller's own waiter ID, if
+-- any. It writes nothing: commitGrants writes the plan. The plan has
+-- grants (each with f, m, n, o, t, id, l, u), holds (by field, what the
+-- granted holds will be), mine (the caller's own, if granted), used (after
+-- them), examined (the queue entries to drop), rest (whether entries are
+-- left behind them) and left (it stopped at grantBatch, before a head it
+-- did not judge).
+local function planGrants(r, used, size, self)
+  local plan = {recs = {}, ended = false, examined = 0, used = used, grants = {}, holds = {}, fields = {},
+    self = self}
+  if not size then
+    -- The size is unknown (see resource): nothing can be judged to fit.
+    plan.rest = redis.call('exists', r.queue) == 1
+    return plan
+  end
+  while true do
+    local run, n = selectRun(r, plan, size)
+    local live = #run > 0 and publishRun(r, plan, run, self) or {}
+    local dead = false
+    for _, w in ipairs(run) do
+      if w.id == self or live[w.c] then
+        admit(plan, w)
+      else
+        dead = true
+      end
+    end
+    plan.examined = n
+    local atEnd = n == #plan.recs
+    -- A dead waiter freed what it would have taken: the head that did not
+    -- fit may fit now.
+    if not dead or atEnd then
+      plan.rest = not (atEnd and plan.ended)
+      plan.left = atEnd and not plan.ended
+      return plan
+    end
+  end
+end
+
+-- commitGrants writes plan (see planGrants): drops the examined entries
+-- from the queue and writes the holds granted, each with a lease from now
+-- (server ms): the one its waiter asked for when it is the caller's own
+-- (plan.self, which is '' for a call without a waiter), else the one it
+-- has until confirmed. A lease is never shortened. The caller settles.
+local function commitGrants(r, plan, now)
+  if plan.examined > 0 then
+    redis.call('ltrim', r.queue, plan.examined, -1)
+  end
+  if #plan.grants == 0 then
+    return
+  end
+  local holds, leases = {}, {}
+  for _, f in ipairs(plan.fields) do
+    local h = plan.holds[f]
+    holds[#holds + 1] = f
+    holds[#holds + 1] = formatHold(h.c, h.n, h.t, h.w)
+  end
+  for _, g in ipairs(plan.grants) do
+    leases[#leases + 1] = now + tonumber(g.id == plan.self and g.l or g.u)
+    leases[#leases + 1] = g.f
+  end
+  redis.call('hset', r.hash, unpack(holds))
+  redis.call('zadd', r.leases, 'gt', unpack(leases))
+  if plan.written then
+    redis.call('set', r.fence, formatToken(plan.written))
+  end
+end
+
+-- finish writes plan (commitGrants) and settles, when the plan changed
+-- anything; it stores a size found missing either way (storeSize).
+local function finish(r, plan, now)
+  if plan.examined == 0 and #plan.grants == 0 then
+    storeSize(r)
+    return
+  end
+  commitGrants(r, plan, now)
+  settle(r, plan.used)
+end
+
+-- leaveHold ends one count of held, the hold at field, of a resource whose
+-- holds use used (see purge). The last count frees the hold's weight, and
+-- what fits of the queue is granted in the same script: its messages go
+-- out before the hold is deleted. It returns the count left, and whether
+-- the grant stopped at its bound (the plan's left).
+local function leaveHold(r, field, held, used, now)
+  if held.c > 1 then
+    redis.call('hset', r.hash, field, formatHold(held.c - 1, held.n, held.t, held.w))
+    return held.c - 1, false
+  end
+  r.gone = field
+  local plan = planGrants(r, used - held.n, r.size, '')
+  redis.call('hdel', r.hash, field)
+  redis.call('zrem', r.leases, field)
+  commitGrants(r, plan, now)
+  settle(r, plan.used)
+  return 0, plan.left
+end

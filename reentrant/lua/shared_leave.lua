@@ -1,0 +1,38 @@
+-- A waiter of a multi-holder resource gives up: it leaves the queue, or, if
+-- it was granted its hold in the meantime, leaves that count of the hold at
+-- once, passing on what it frees (see leaveHold).
+-- KEYS[1] hash: the holds (see shared.lua)
+-- KEYS[2] leases: the holds' lease deadlines
+-- KEYS[3] queue: the waiters
+-- KEYS[4] fence: the fencing-token counter
+-- KEYS[5] sizeKey: the semaphore's size; absent for a read-write lock
+-- ARGV[1] owner: the waiter's owner
+-- ARGV[2] mode: the waiter's mode
+-- ARGV[3] waiter: the waiter's ID
+-- ARGV[4] record: the waiter's queue record
+-- ARGV[5] size: the size to use, and store, when none is stored
+-- ARGV[6] publish: 'publish', 'spublish' or 'publish-alive' (see deliver)
+-- Returns 0 when it left the queue (or was in none), 1 when it had been
+-- granted and left its hold, 2 when it did and the grant that followed
+-- stopped at its bound with queue entries it did not judge: the client
+-- runs shared_pass.lua.
+local hash, leases, queue, fence, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, mode, waiter, record, size = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local publish = ARGV[6]
+
+if redis.call('lrem', queue, 1, record) == 1 then
+  return 0
+end
+local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
+local now = nowMs()
+local used = purge(r, now)
+local field = holdField(mode, owner)
+local held = parseHold(redis.call('hget', hash, field))
+-- The hold names the waiter it was last granted to; a hold of the same
+-- owner granted to another of its calls is not this waiter's to leave.
+if not held or held.w ~= waiter then
+  return 0
+end
+held.w = ''
+local _, left = leaveHold(r, field, held, used, now)
+return left and 2 or 1

@@ -1,0 +1,146 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The scripts of a share: lua/shared_*.lua.
+var (
+	sharedAcquireScript = sharedScript("shared_acquire.lua")
+	sharedReleaseScript = sharedScript("shared_release.lua")
+	sharedLeaveScript   = sharedScript("shared_leave.lua")
+	sharedRenewScript   = newScript(luaFiles("token.lua", "shared.lua", "shared_renew.lua")...)
+)
+
+// Acquire takes the share for owner, or re-enters owner's hold in the
+// share's mode, as Keys.Acquire does for a lock: the same token, replay
+// and waiter rules, and no call takes past a queue. A read by an owner
+// that holds the write is granted at once, past the queue, with the
+// write's token. The call is refused, writing nothing, when the share's
+// weight is above the size (ErrInvalidPermits), and an owner holding
+// permits already is refused (ErrPermitsHeld). When the share does not fit
+// (or others queue before it), HolderTTL is how long until the first
+// hold's lease runs out (negative for none), when a waiter should look.
+func (s Share) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64, w Waiter) (AcquireResult, error) {
+	return s.acquire(ctx, rdb, owner, requestID, lease, false, token, w)
+}
+
+// AcquireNew takes the share for an owner made for this one call (see
+// Keys.AcquireNew): a hold it already has can only be this call's own, so
+// it is reported instead of counted again, and no request key is needed.
+func (s Share) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration, w Waiter) (AcquireResult, error) {
+	return s.acquire(ctx, rdb, owner, "", lease, true, 0, w)
+}
+
+// acquire runs shared_acquire.lua for Acquire and AcquireNew, again while
+// it reports Draining, up to drainPasses runs.
+func (s Share) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, token uint64, w Waiter) (AcquireResult, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	k := s.keys
+	var record string
+	aliveMs := k.lock.aliveTTL.Milliseconds()
+	if w.ID != "" {
+		record = w.sharedRecord(s.mode, s.weight, owner, ms, aliveMs, !newOwner)
+	}
+	keys := k.keys(k.RequestKey(requestID))
+	args := []any{owner, formatToken(token), string(s.mode), s.weight, k.size, ms, wireFlag(newOwner),
+		k.lock.requestTTL.Milliseconds(), w.ID, record, w.Alive, aliveMs, k.lock.publish}
+	for run := 1; ; run++ {
+		res, err := s.acquireOnce(ctx, rdb, keys, args)
+		if err != nil || !res.Draining || run == drainPasses {
+			return res, err
+		}
+	}
+}
+
+// acquireOnce runs the acquire script once and reads its reply.
+func (s Share) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []string, args []any) (AcquireResult, error) {
+	reply, err := sharedAcquireScript.Run(ctx, rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return AcquireResult{}, fmt.Errorf("reentrant: acquire %s %q: %w", s.keys.Kind, s.keys.Name, err)
+	}
+	switch {
+	case len(reply) == 2 && reply[0] == -2 && reply[1] == 0:
+		return AcquireResult{}, fmt.Errorf("%w: semaphore %q has no size stored, and none was given", ErrInvalidSize, s.keys.Name)
+	case len(reply) == 2 && reply[0] == -2:
+		return AcquireResult{}, fmt.Errorf("%w: %d, semaphore %q has %d", ErrInvalidPermits, s.weight, s.keys.Name, reply[1])
+	case len(reply) == 1 && reply[0] == -4:
+		return AcquireResult{}, fmt.Errorf("%w: semaphore %q", ErrPermitsHeld, s.keys.Name)
+	}
+	res, err := parseAcquireReply(reply)
+	if err != nil {
+		return AcquireResult{}, fmt.Errorf("reentrant: acquire %s %q: %w", s.keys.Kind, s.keys.Name, err)
+	}
+	return res, nil
+}
+
+// Release leaves one count of owner's hold in the share's mode under
+// token, as Keys.Release does: NotHeld, changing nothing, when owner does
+// not hold so; the release of the last count grants what fits of the
+// queue before it returns. requestID must be unique per release: a
+// repeated call with the same ID replays the first result.
+func (s Share) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
+	k := s.keys
+	n, err := sharedReleaseScript.Run(ctx, rdb, k.keys(k.RequestKey(requestID)), owner, formatToken(token),
+		string(s.mode), k.size, k.lock.requestTTL.Milliseconds(), k.lock.publish).Int64()
+	if err != nil {
+		return ReleaseResult{}, fmt.Errorf("reentrant: release %s %q: %w", k.Kind, k.Name, err)
+	}
+	if n == -2 {
+		k.handOn(ctx, rdb)
+	}
+	return parseReleaseReply(n), nil
+}
+
+// Leave takes waiter w out of the queue, where Acquire (or, with newOwner,
+// AcquireNew) queued it for owner and lease. If w was granted its hold
+// meanwhile, it leaves that count of the hold, granting what that frees
+// before it returns, and reports true. Repeating it is harmless.
+func (s Share) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string, lease time.Duration, newOwner bool) (bool, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return false, err
+	}
+	k := s.keys
+	record := w.sharedRecord(s.mode, s.weight, owner, ms, k.lock.aliveTTL.Milliseconds(), !newOwner)
+	n, err := sharedLeaveScript.Run(ctx, rdb, k.keys(), owner, string(s.mode), w.ID, record, k.size,
+		k.lock.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: leave %s %q: %w", k.Kind, k.Name, err)
+	}
+	if n == 2 {
+		k.handOn(ctx, rdb)
+	}
+	return n > 0, nil
+}
+
+// Renew makes sure owner's hold in the share's mode has at least lease
+// left, when owner still holds so under token and its lease has not run
+// out by the server clock (it never shortens a lease), and reports whether
+// it did.
+func (s Share) Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return false, err
+	}
+	r := s.Renewal(owner, token)
+	keys, args := r.call(ms)
+	n, err := sharedRenewScript.Run(ctx, rdb, keys, args...).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: renew %s %q: %w", s.keys.Kind, s.keys.Name, err)
+	}
+	return n == 1, nil
+}
+
+// Renewal names owner's hold in the share's mode under token, for
+// RenewAll, which renews it in the same pipeline as the plain locks'.
+func (s Share) Renewal(owner string, token uint64) Renewal {
+	return Renewal{Owner: owner, Token: token, share: &s}
+}

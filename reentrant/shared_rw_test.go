@@ -1,0 +1,181 @@
+package reentrant
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A write is alone: no read while it holds, no write while reads hold.
+func TestRWWriteExcludesEveryone(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "excl", 0)
+	read, write := rw(t, k)
+
+	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
+	require.NoError(t, err)
+	require.True(t, w.Acquired)
+	for _, s := range []Share{read, write} {
+		r, err := s.AcquireNew(ctx, rdb, "X", testLease, Waiter{})
+		require.NoError(t, err)
+		require.False(t, r.Acquired, "%s while a write holds", s.Mode())
+		require.Positive(t, r.HolderTTL)
+	}
+	rel, err := write.Release(ctx, rdb, "W", w.Token, "rel-w")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+
+	r1, err := read.AcquireNew(ctx, rdb, "R1", testLease, Waiter{})
+	require.NoError(t, err)
+	require.True(t, r1.Acquired)
+	r2, err := read.AcquireNew(ctx, rdb, "R2", testLease, Waiter{})
+	require.NoError(t, err)
+	require.True(t, r2.Acquired, "reads share")
+	x, err := write.AcquireNew(ctx, rdb, "X", testLease, Waiter{})
+	require.NoError(t, err)
+	require.False(t, x.Acquired, "a write while reads hold")
+	require.Equal(t, map[string]int64{"r:R1": 1, "r:R2": 1}, holds(t, ctx, rdb, k))
+
+	for _, o := range []struct {
+		owner string
+		token uint64
+	}{{"R1", r1.Token}, {"R2", r2.Token}} {
+		rel, err := read.Release(ctx, rdb, o.owner, o.token, "rel-"+o.owner)
+		require.NoError(t, err)
+		require.Equal(t, Released, rel.Status)
+	}
+	x, err = write.AcquireNew(ctx, rdb, "X", testLease, Waiter{})
+	require.NoError(t, err)
+	require.True(t, x.Acquired)
+	_, err = write.Release(ctx, rdb, "X", x.Token, "rel-x")
+	require.NoError(t, err)
+	requireOnlyPersistentKeys(t, ctx, rdb, k)
+}
+
+// Writers are not starved, and nobody barges: a read arriving after a
+// queued write goes after it, though it would fit; a try (no waiter) takes
+// nothing while anyone is queued; the write is granted when the last read
+// leaves, and the read after it when the write does.
+func TestRWQueueIsFIFO(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "fifo", 0)
+	read, write := rw(t, k)
+	r1, err := read.AcquireNew(ctx, rdb, "R1", testLease, Waiter{})
+	require.NoError(t, err)
+	c := newClient(t, rdb, k, "c")
+	c.enqueue(t, ctx, rdb, write, "W2", c.waiter("w2"))
+	c.enqueue(t, ctx, rdb, read, "R3", c.waiter("r3"))
+	try, err := read.AcquireNew(ctx, rdb, "R4", testLease, Waiter{})
+	require.NoError(t, err)
+	require.False(t, try.Acquired, "a read does not pass a queued write")
+	require.Equal(t, []string{"w2", "r3"}, queued(t, ctx, rdb, k))
+
+	_, err = read.Release(ctx, rdb, "R1", r1.Token, "rel-r1")
+	require.NoError(t, err)
+	gs := c.grants(t)
+	require.Equal(t, []Grant{{Waiter: "w2", Lock: "fifo", Kind: KindRW, Mode: ModeWrite, Token: gs[0].Token, Owner: "W2"}}, gs)
+	require.Greater(t, gs[0].Token, r1.Token)
+	require.Equal(t, map[string]int64{"w:W2": 1}, holds(t, ctx, rdb, k))
+	require.Equal(t, []string{"r3"}, queued(t, ctx, rdb, k))
+
+	_, err = write.Release(ctx, rdb, "W2", gs[0].Token, "rel-w2")
+	require.NoError(t, err)
+	gs3 := c.grants(t)
+	require.Equal(t, "r3", gs3[0].Waiter)
+	require.Equal(t, gs[0].Token, gs3[0].Token, "a read has the token of the last write")
+	require.Equal(t, map[string]int64{"r:R3": 1}, holds(t, ctx, rdb, k))
+}
+
+// Re-entry: a read in a read and a write in a write are counted, granted
+// at once past a queued waiter, keep their token, and leave the hold only
+// with the last release.
+func TestRWReentry(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "reentry", 0)
+	read, write := rw(t, k)
+	c := newClient(t, rdb, k, "c")
+	for _, s := range []Share{read, write} {
+		first, err := s.Acquire(ctx, rdb, "O", "a1-"+string(s.Mode()), testLease, 0, Waiter{})
+		require.NoError(t, err)
+		require.True(t, first.Acquired)
+		c.enqueue(t, ctx, rdb, write, "Q-"+string(s.Mode()), c.waiter("q-"+string(s.Mode())))
+		again, err := s.Acquire(ctx, rdb, "O", "a2-"+string(s.Mode()), testLease, first.Token, Waiter{})
+		require.NoError(t, err)
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first.Token}, again, "re-entered past the queue")
+		rel, err := s.Release(ctx, rdb, "O", first.Token, "r1-"+string(s.Mode()))
+		require.NoError(t, err)
+		require.Equal(t, ReleaseResult{Status: StillHeld, Remaining: 1}, rel)
+		c.requireNoMessage(t, ctx, rdb)
+		rel, err = s.Release(ctx, rdb, "O", first.Token, "r2-"+string(s.Mode()))
+		require.NoError(t, err)
+		require.Equal(t, Released, rel.Status)
+		g := c.grants(t)
+		require.Equal(t, "q-"+string(s.Mode()), g[0].Waiter)
+		_, err = write.Release(ctx, rdb, g[0].Owner, g[0].Token, "rq-"+string(s.Mode()))
+		require.NoError(t, err)
+	}
+	requireOnlyPersistentKeys(t, ctx, rdb, k)
+}
+
+// A read inside the owner's own write is granted at once, with the write's
+// token, past a queued write; after the write's release the read remains,
+// and the queued write comes only after it (a downgrade).
+func TestRWReadInsideWriteDowngrades(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "downgrade", 0)
+	read, write := rw(t, k)
+	w, err := write.Acquire(ctx, rdb, "O", "w", testLease, 0, Waiter{})
+	require.NoError(t, err)
+	c := newClient(t, rdb, k, "c")
+	c.enqueue(t, ctx, rdb, write, "W2", c.waiter("w2"))
+	c.enqueue(t, ctx, rdb, read, "R3", c.waiter("r3"))
+
+	r, err := read.Acquire(ctx, rdb, "O", "r", testLease, 0, Waiter{})
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: w.Token}, r)
+	require.Equal(t, map[string]int64{"w:O": 1, "r:O": 1}, holds(t, ctx, rdb, k))
+
+	rel, err := write.Release(ctx, rdb, "O", w.Token, "rel-w")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	require.Equal(t, map[string]int64{"r:O": 1}, holds(t, ctx, rdb, k), "the read remains; no write came between")
+	require.Equal(t, []string{"w2", "r3"}, queued(t, ctx, rdb, k), "and R3 stays behind W2")
+	c.requireNoMessage(t, ctx, rdb)
+
+	rel, err = read.Release(ctx, rdb, "O", r.Token, "rel-r")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	g := c.grants(t)
+	require.Equal(t, "w2", g[0].Waiter)
+	require.Greater(t, g[0].Token, w.Token)
+}
+
+// Tokens: a write's is above every earlier grant's; a read's is the last
+// write's (0 before any), shared by a batch of reads.
+func TestRWTokens(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "tokens", 0)
+	read, write := rw(t, k)
+	r0, err := read.AcquireNew(ctx, rdb, "R0", testLease, Waiter{})
+	require.NoError(t, err)
+	require.Zero(t, r0.Token, "no write yet")
+	_, err = read.Release(ctx, rdb, "R0", 0, "rel-r0")
+	require.NoError(t, err)
+
+	var last uint64
+	for i := range 3 {
+		w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
+		require.NoError(t, err)
+		require.Greater(t, w.Token, last, "write %d", i)
+		last = w.Token
+		c := newClient(t, rdb, k, "c"+ids("", 3)[i])
+		for _, id := range ids("r", 3) {
+			c.enqueue(t, ctx, rdb, read, "R-"+id, c.waiter(id))
+		}
+		_, err = write.Release(ctx, rdb, "W", w.Token, "rel-w"+ids("", 3)[i])
+		require.NoError(t, err)
+		for _, g := range c.grants(t) {
+			require.Equal(t, w.Token, g.Token, "a read has the last write's token")
+			_, err = read.Release(ctx, rdb, g.Owner, g.Token, "rel-"+g.Owner+ids("", 3)[i])
+			require.NoError(t, err)
+		}
+		st, err := k.Inspect(ctx, rdb)
+		require.NoError(t, err)
+		require.Equal(t, w.Token, st.LastToken)
+	}
+}
