@@ -22,7 +22,7 @@ type Grant struct {
 	// hold takes (the permits, for a semaphore); zero for a plain lock.
 	Weight int64
 	Token  uint64 // the token of the hold it grants
-	Owner string // the owner the hold was granted to
+	Owner  string // the owner the hold was granted to
 	// Unconfirmed is the lease the hold has until its waiter confirms the
 	// grant (a renewal, or a look), where liveness is judged by key; zero
 	// when the grant already has the lease the waiter asked for.
