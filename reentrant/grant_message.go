@@ -18,9 +18,12 @@ type Grant struct {
 	Kind Kind
 	// Mode is the granted hold's mode, of a multi-holder resource; empty
 	// for a plain lock.
-	Mode  Mode
-	Token uint64 // the token of the hold it grants
-	Owner string // the owner the hold was granted to
+	Mode Mode
+	// Weight is how much of a multi-holder resource's size the granted
+	// hold takes (the permits, for a semaphore); zero for a plain lock.
+	Weight int64
+	Token  uint64 // the token of the hold it grants
+	Owner  string // the owner the hold was granted to
 	// Unconfirmed is the lease the hold has until its waiter confirms the
 	// grant (a renewal, or a look), where liveness is judged by key; zero
 	// when the grant already has the lease the waiter asked for.
@@ -28,13 +31,31 @@ type Grant struct {
 }
 
 // grantBody is one grant in a message: the token (a string, which cjson
-// does not round), the owner, the mode (of a multi-holder resource) and,
-// where the grant's lease holds only until confirmed, that lease in ms.
+// does not round), the owner, the mode and the permits (of a multi-holder
+// resource; a mode of a read-write lock says its weight) and, where the
+// grant's lease holds only until confirmed, that lease in ms.
 type grantBody struct {
 	Token       string `json:"t"`
 	Owner       string `json:"o"`
 	Mode        Mode   `json:"m"`
+	Permits     int64  `json:"n"`
 	Unconfirmed int64  `json:"u"`
+}
+
+// weight is the weight of a grant of mode with permits: zero for none (a
+// plain lock's grant), -1 for a mode or permits no grant has.
+func weight(mode Mode, permits int64) int64 {
+	switch {
+	case mode == "" && permits == 0:
+		return 0
+	case mode == ModeRead && permits == 0:
+		return 1
+	case mode == ModeWrite && permits == 0:
+		return WriteWeight
+	case mode == ModePermits && permits >= 1 && permits <= MaxSize:
+		return permits
+	}
+	return -1
 }
 
 // ParseGrant reads a grant message addressed to one waiter: the waiter's
@@ -90,10 +111,11 @@ func ParseGrants(msg string) ([]Grant, error) {
 			g, ok = m.Grants[id]
 		}
 		token, err := strconv.ParseUint(g.Token, 10, 64)
-		if !ok || err != nil || id == "" || (kind == "") != (g.Mode == "") {
+		n := weight(g.Mode, g.Permits)
+		if !ok || err != nil || id == "" || (kind == "") != (g.Mode == "") || n < 0 {
 			return nil, bad
 		}
-		grants[i] = Grant{Waiter: id, Lock: m.Hash[from+1 : to], Kind: kind, Mode: g.Mode, Token: token,
+		grants[i] = Grant{Waiter: id, Lock: m.Hash[from+1 : to], Kind: kind, Mode: g.Mode, Weight: n, Token: token,
 			Owner: g.Owner, Unconfirmed: time.Duration(g.Unconfirmed) * time.Millisecond}
 	}
 	return grants, nil

@@ -6,8 +6,9 @@ import (
 
 // Waiter is one call waiting in a lock's queue.
 type Waiter struct {
-	// ID names the waiter among the lock's waiters; it must not contain a
-	// space. Empty means the call does not queue.
+	// ID names the waiter among the lock's waiters; it must contain neither
+	// a space nor a comma (a grant message's address lists the IDs of its
+	// waiters, separated by commas). Empty means the call does not queue.
 	ID string
 	// Channel is where its grant is published: Keys.GrantChannel of its
 	// client.

@@ -174,6 +174,21 @@ func (k SharedKeys) Permits(n int64) (Share, error) {
 	return k.share(KindSemaphore, ModePermits, n)
 }
 
+// Granted is the share grant g was a grant of, on k: what a client
+// releases when a grant reaches it for a waiter that has gone.
+func (k SharedKeys) Granted(g Grant) (Share, error) {
+	if g.Kind != k.Kind || g.Lock != k.Name {
+		return Share{}, fmt.Errorf("%w: a grant of %s %q is not one of %s %q", ErrInvalidKind, g.Kind, g.Lock, k.Kind, k.Name)
+	}
+	switch g.Mode {
+	case ModeRead:
+		return k.Read()
+	case ModeWrite:
+		return k.Write()
+	}
+	return k.Permits(g.Weight)
+}
+
 // share is k's share of mode and weight, which a resource of kind has.
 func (k SharedKeys) share(kind Kind, mode Mode, weight int64) (Share, error) {
 	if k.Kind != kind {

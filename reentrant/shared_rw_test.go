@@ -71,7 +71,8 @@ func TestRWQueueIsFIFO(t *testing.T) {
 	_, err = read.Release(ctx, rdb, "R1", r1.Token, "rel-r1")
 	require.NoError(t, err)
 	gs := c.grants(t)
-	require.Equal(t, []Grant{{Waiter: "w2", Lock: "fifo", Kind: KindRW, Mode: ModeWrite, Token: gs[0].Token, Owner: "W2"}}, gs)
+	require.Equal(t, []Grant{{Waiter: "w2", Lock: "fifo", Kind: KindRW, Mode: ModeWrite, Weight: WriteWeight, Token: gs[0].Token,
+		Owner: "W2"}}, gs)
 	require.Greater(t, gs[0].Token, r1.Token)
 	require.Equal(t, map[string]int64{"w:W2": 1}, holds(t, ctx, rdb, k))
 	require.Equal(t, []string{"r3"}, queued(t, ctx, rdb, k))

@@ -67,6 +67,7 @@ func TestSemaphoreHeadOfLineBlocks(t *testing.T) {
 	gs := c.grants(t)
 	require.Len(t, gs, 2, "3 + 1 fit in 4: both, in one message")
 	require.Equal(t, []string{"b", "c"}, []string{gs[0].Waiter, gs[1].Waiter})
+	require.Equal(t, []int64{3, 1}, []int64{gs[0].Weight, gs[1].Weight}, "each grant says its permits")
 	require.Greater(t, gs[0].Token, a.Token)
 	require.Greater(t, gs[1].Token, gs[0].Token, "every grant has its own, higher token")
 	st, err := k.Inspect(ctx, rdb)

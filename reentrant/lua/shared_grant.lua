@@ -145,12 +145,16 @@ end
 -- IDs joined by commas (notify hands the payload to each), a space, and a
 -- JSON object with the resource's hash key (k) and, by waiter ID, each
 -- grant (g): its token (t, a string: cjson would round it), owner (o) and
--- mode (m), and the lease it has until confirmed (u), if shorter.
+-- mode (m), its permits (n, for permits only: a mode of a read-write lock
+-- says its weight), and the lease it has until confirmed (u), if shorter.
 local function grantMessage(r, ws)
   local ids, grants = {}, {}
   for i, w in ipairs(ws) do
     ids[i] = w.id
     local g = {t = formatToken(w.t), o = w.o, m = w.m}
+    if w.m == 'p' then
+      g.n = w.n
+    end
     if w.u ~= w.l then
       g.u = tonumber(w.u)
     end
