@@ -26,6 +26,7 @@ type Subscription struct {
 	hub    *Hub
 	entry  *entry
 	id     string
+	every  bool // receives every message of the channel (SubscribeEvery)
 	closed atomic.Bool
 
 	// Guarded by the hub's mu.
@@ -128,17 +129,19 @@ type entry struct {
 	// (its slot moved) and it waits to be subscribed on the new master.
 	moving  bool
 	mailbox map[string]*Subscription // by ID; subscriptions without an ID have none
+	every   map[*Subscription]bool   // SubscribeEvery's subscriptions; nil until one comes
 }
 
 // route hands a message to the mailbox it is addressed to. It returns the
 // message back when no mailbox claims it.
 func (e *entry) route(msg string) (unclaimed bool) {
+	everyTook := e.deliverEvery(msg)
 	id, payload := address(msg)
 	if s := e.mailbox[id]; s != nil {
 		s.deliver(Delivery{Payload: payload})
 		return false
 	}
-	return true
+	return !everyTook
 }
 
 // confirm records Redis's confirmation of the subscription.
@@ -150,6 +153,9 @@ func (e *entry) confirm() {
 	if e.resync {
 		e.resync = false
 		for _, s := range e.mailbox {
+			s.deliver(Delivery{Resync: true})
+		}
+		for s := range e.every {
 			s.deliver(Delivery{Resync: true})
 		}
 	}
