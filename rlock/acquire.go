@@ -42,7 +42,11 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.lockResource(name)
+	lease := c.cfg.watchdogLease
+	if lc.leaseSet {
+		lease = lc.lease
+	}
+	res, err := c.lockResource(name, lease)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +235,7 @@ var (
 // hold it has is this call's own.
 func (a *attempt) acquireAs(ctx context.Context, requestID string, token uint64, w reentrant.Waiter) (reentrant.AcquireResult, error) {
 	return a.res.acquire(ctx, acquireCall{owner: a.owner, newOwner: a.newOwner, requestID: requestID,
-		lease: a.lease, token: token, waiter: w})
+		lease: a.lease, token: token, reentry: a.via != nil, waiter: w})
 }
 
 // waitError is err, from the hub or the caller's ctx, in the caller's

@@ -64,7 +64,7 @@ func (c *Client) unclaimedGrant(_, msg string) {
 	if err != nil {
 		return
 	}
-	res, err := c.lockResource(g.Lock)
+	res, err := c.plainLock(g.Lock)
 	if err != nil {
 		return
 	}
