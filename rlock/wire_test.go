@@ -301,3 +301,28 @@ func evalshaCalls(t *testing.T, adm *redis.Client) int64 {
 	require.NoError(t, err)
 	return st["evalsha"]
 }
+
+// A wire-mode holder killed outright (SIGKILL) publishes nothing: the
+// waiter, a Java client here, gets the lock when the lease frees it, and
+// not before.
+func TestWireHolderKilled(t *testing.T) {
+	ctx, srv := serve(t)
+	adm := admin(t, srv)
+	lease := 2 * time.Second
+	ch := startHolder(t, srv, "killed", lease, helperWire+"=child-1")
+	ch.locked()
+	require.Len(t, adm.HGetAll(ctx, "killed").Val(), 1)
+	ps := adm.Subscribe(ctx, javaChannel("killed"))
+	defer ps.Close()
+	_, err := ps.Receive(ctx)
+	require.NoError(t, err)
+
+	ch.kill()
+	ch.awaitDisconnected(ctx, adm)
+	left := adm.PTTL(ctx, "killed").Val()
+	killedAt := time.Now()
+	require.NoError(t, newJavaClient(t, adm).lock(ctx, "killed", 1, time.Minute))
+	require.GreaterOrEqual(t, time.Since(killedAt), left-5*time.Millisecond, "in at the expiry, not before")
+	_, err = ps.ReceiveTimeout(ctx, 10*time.Millisecond)
+	require.Error(t, err, "nobody published an unlock")
+}
