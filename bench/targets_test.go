@@ -27,19 +27,21 @@ func statuses(checks []Check) map[string]string {
 func TestTargetsOfASampleRun(t *testing.T) {
 	checks := Targets(sampleReport().Results)
 	require.Equal(t, map[string]string{
-		"hot-key: wait p99 ≤ 1/3 of the best's":                "PASS", // 9ms ≤ 40ms/3
-		"hot-key: fairness ≥ 0.9":                              "MISS", // 0.875
-		"hot-key: acq/s ≥ 0.9× the FIFO limit":                 "PASS", // 1000 ≥ 0.9/(1ms + 200µs)
-		"hot-key: acq/s ≥ every peer with fairness ≥ 0.5":      "PASS", // poll-1ms is at 0.2
-		"hot-key: hand-off gap p50 ≤ 1.5× PING p50":            "PASS", // exactly 1.5
-		"idle-handoff: hand-off gap p50 ≤ 1.5× PING p50":       "SKIP",
-		"storm: acq/s ≥ 0.8× the FIFO limit":                   "SKIP",
-		"storm: acq/s ≥ every peer with fairness ≥ 0.5":        "SKIP",
-		"storm: wait p99 ≤ 1/3 of the best's":                  "SKIP",
-		"storm: fairness ≥ 0.8":                                "SKIP",
-		"uncontended: wall per Lock+Unlock ≤ 1.1× redislock's": "PASS", // 50µs against 71.4µs
-		"uncontended: CPU per Lock+Unlock ≤ 1.2× redislock's":  "MISS", // 61.5µs against 50µs
-		"uncontended: one round trip per Lock and per Unlock":  "PASS", // 2 commands
+		"hot-key: wait p99 ≤ 1/3 of the best's":                               "PASS", // 9ms ≤ 40ms/3
+		"hot-key: fairness ≥ 0.9":                                             "MISS", // 0.875
+		"hot-key: acq/s ≥ 0.9× the FIFO limit":                                "PASS", // 1000 ≥ 0.9/(1ms + 200µs)
+		"hot-key: acq/s ≥ every peer with fairness ≥ 0.5":                     "PASS", // poll-1ms is at 0.2
+		"hot-key: hand-off gap p50 ≤ 1.5× PING p50":                           "PASS", // exactly 1.5
+		"idle-handoff: hand-off gap p50 ≤ 1.5× PING p50":                      "SKIP",
+		"storm: acq/s ≥ 0.8× the FIFO limit":                                  "SKIP",
+		"storm: acq/s ≥ every peer with fairness ≥ 0.5":                       "SKIP",
+		"storm: wait p99 ≤ 1/3 of the best's":                                 "SKIP",
+		"storm: fairness ≥ 0.8":                                               "SKIP",
+		"uncontended: wall per Lock+Unlock ≤ 1.1× redislock's":                "PASS", // 50µs against 71.4µs
+		"uncontended: CPU per Lock+Unlock ≤ 1.2× redislock's":                 "MISS", // 61.5µs against 50µs
+		"uncontended: one round trip per Lock and per Unlock":                 "PASS", // 2 commands
+		"uncontended: server µs per acquisition ≤ 1.2× baton-redisson-wire's": "SKIP",
+		"hot-key: server µs per acquisition ≤ 1.5× baton-redisson-wire's":     "SKIP",
 	}, statuses(checks))
 
 	var buf bytes.Buffer
@@ -52,7 +54,7 @@ func TestTargetsOfASampleRun(t *testing.T) {
 	} {
 		require.Contains(t, buf.String(), detail)
 	}
-	require.NotContains(t, buf.String(), "server", "server cost is reported, not a target")
+	require.Contains(t, buf.String(), "server µs per acquisition", "server cost is judged against wire mode's (issue 26)")
 }
 
 // The FIFO limit is 1/(hold + PING p50) of baton's own run.
@@ -197,4 +199,21 @@ func TestTargetsJudgeTheShownValue(t *testing.T) {
 		results := []Result{{Algorithm: BatonName, Scenario: hotKey, Fairness: tc.fairness}}
 		require.Equal(t, tc.want, statuses(Targets(results))["hot-key: fairness ≥ 0.9"], "fairness %v", tc.fairness)
 	}
+}
+
+// Baton's own format's server cost is judged against wire mode's in the
+// same run: at most 1.2× uncontended, 1.5× contended.
+func TestWireServerCostTargets(t *testing.T) {
+	usec := func(v float64) *float64 { return &v }
+	results := []Result{
+		{Scenario: uncontend, Algorithm: BatonName, ServerUsecPerAcq: usec(12)},
+		{Scenario: uncontend, Algorithm: WireName, ServerUsecPerAcq: usec(10)},
+		{Scenario: hotKey, Algorithm: BatonName, ServerUsecPerAcq: usec(16)},
+		{Scenario: hotKey, Algorithm: WireName, ServerUsecPerAcq: usec(10)},
+	}
+	got := byTarget([]Check{wireTarget(results, uncontend, wireUncontended), wireTarget(results, hotKey, wireContended)})
+	require.Equal(t, "PASS", got["uncontended: server µs per acquisition ≤ 1.2× baton-redisson-wire's"].Status)
+	c := got["hot-key: server µs per acquisition ≤ 1.5× baton-redisson-wire's"]
+	require.Equal(t, "MISS", c.Status)
+	require.Equal(t, "baton 16.0 µs = 1.60× baton-redisson-wire 10.0 µs", c.Detail)
 }
