@@ -265,9 +265,13 @@ func TestWireWaitersQueueLocally(t *testing.T) {
 	adm := admin(t, srv)
 	j := newJavaClient(t, adm)
 	c := newWireClient(t, srv, "go-1")
+	warm, err := c.Lock(ctx, "orders") // loads the scripts: every later call is an EVALSHA
+	require.NoError(t, err)
+	require.NoError(t, warm.Unlock(ctx))
 	ok, _ := j.tryAcquire(ctx, "orders", 1, time.Minute)
 	require.True(t, ok)
 	const waiters = 5
+	start := evalshaCalls(t, adm)
 	got := make(chan *Lock, waiters)
 	for range waiters {
 		go func() {
@@ -283,7 +287,11 @@ func TestWireWaitersQueueLocally(t *testing.T) {
 		l := c.wire.lines.lines[javaChannel("orders")]
 		return l != nil && len(l.queue) == waiters
 	}, 10*time.Second, time.Millisecond)
+	// Each waiter's first try, and the head's look once subscribed.
+	require.Eventually(t, func() bool { return evalshaCalls(t, adm)-start == waiters+1 }, 10*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
 	before := evalshaCalls(t, adm)
+	require.EqualValues(t, waiters+1, before-start, "the others wait behind the head without looking")
 	require.EqualValues(t, 1, j.unlock(ctx, "orders", 1, time.Minute, "u1"))
 	first := <-got
 	// The head's retry, and the next head's look once it left the line.
