@@ -79,7 +79,7 @@ func Targets(results []Result) []Check {
 // those of baton in Redisson's format, in the same run: what baton's own
 // format (its queue, tokens and request replay) may cost the server more.
 func wireTarget(results []Result, scenario string, factor float64) Check {
-	target := fmt.Sprintf("server µs per acquisition ≤ %.1f× %s's", factor, WireName)
+	target := fmt.Sprintf("server µs/acq ≤ %.1f× wire mode's", factor)
 	var wire *Result
 	for i, r := range results {
 		if r.Scenario == scenario && r.Algorithm == WireName && r.ServerUsecPerAcq != nil {
@@ -94,8 +94,8 @@ func wireTarget(results []Result, scenario string, factor float64) Check {
 			return "SKIP", "not measured for baton"
 		}
 		got := *b.ServerUsecPerAcq / *wire.ServerUsecPerAcq
-		return status(shown(got, 2) <= factor, fmt.Sprintf("baton %.1f µs = %.2f× %s %.1f µs",
-			*b.ServerUsecPerAcq, got, WireName, *wire.ServerUsecPerAcq))
+		return status(shown(got, 2) <= factor, fmt.Sprintf("baton %.1fµs = %.2f× wire %.1fµs",
+			*b.ServerUsecPerAcq, got, *wire.ServerUsecPerAcq))
 	})
 }
 
