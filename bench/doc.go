@@ -25,6 +25,11 @@
 //     brings its own rueidis client per worker, dialled to the same server
 //     as the worker's go-redis client and counted the same way. It waits
 //     until its context ends.
+//   - baton-redisson-wire: rlock in Redisson's RLock format
+//     (rlock.WithRedissonWire with a random client ID), as a Java service
+//     would see it: no queue in Redis, waiters woken by Redisson's unlock
+//     message and trying again. baton's own format's server cost is judged
+//     against it (Targets).
 //   - poll-10ms, poll-1ms and poll-backoff: SET key token NX with a lease
 //     (PollLease), retried after a sleep until it succeeds, released by a
 //     compare-and-delete script. poll-10ms and poll-1ms sleep a fixed

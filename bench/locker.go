@@ -14,6 +14,10 @@ import (
 // is a peer library or a polling recipe it is compared with.
 const BatonName = "baton"
 
+// WireName is baton in Redisson's RLock format (rlock.WithRedissonWire):
+// the yardstick of baton's own format's server cost.
+const WireName = "baton-redisson-wire"
+
 // Locker is one process's way of taking named locks. It is the only thing
 // that differs between the algorithms compared: the workers, their clients
 // and the measurements are shared.
@@ -53,12 +57,13 @@ type Algorithm struct {
 // table order. The package doc says how each is configured.
 func Algorithms() []Algorithm {
 	return []Algorithm{
-		{Name: BatonName, New: newBaton},
+		{Name: BatonName, New: newBaton()},
 		{Name: "redsync", New: newRedsync()},
 		{Name: "redsync-1ms", New: newRedsync(time.Millisecond)},
 		{Name: "redislock-1ms", New: newRedislock(time.Millisecond)},
 		{Name: "redislock-10ms", New: newRedislock(10 * time.Millisecond)},
 		{Name: "rueidislock", New: newRueidislock},
+		{Name: WireName, New: newBaton(rlock.WithRedissonWire(""))},
 		{Name: "poll-10ms", New: pollWith(FixedSleep(10 * time.Millisecond))},
 		{Name: "poll-1ms", New: pollWith(FixedSleep(time.Millisecond))},
 		{Name: "poll-backoff", New: pollWith(FullJitter(BackoffBase, BackoffCap))},
@@ -69,12 +74,16 @@ func Algorithms() []Algorithm {
 // default watchdog lease.
 type batonLocker struct{ c *rlock.Client }
 
-func newBaton(e Env) (Locker, error) {
-	c, err := rlock.New(e.Client, rlock.WithKeyPrefix(e.Prefix))
-	if err != nil {
-		return nil, err
+// newBaton makes baton's Locker constructor, with opts besides the run's
+// key prefix.
+func newBaton(opts ...rlock.Option) func(Env) (Locker, error) {
+	return func(e Env) (Locker, error) {
+		c, err := rlock.New(e.Client, append([]rlock.Option{rlock.WithKeyPrefix(e.Prefix)}, opts...)...)
+		if err != nil {
+			return nil, err
+		}
+		return batonLocker{c}, nil
 	}
-	return batonLocker{c}, nil
 }
 
 func (b batonLocker) Lock(ctx context.Context, name string) (Held, error) {

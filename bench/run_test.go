@@ -59,7 +59,12 @@ func TestSuiteOnARealServer(t *testing.T) {
 		switch r.Scenario {
 		case uncontend:
 			// One command to lock, one to unlock; a script load or two at most.
-			require.InDelta(t, 2, r.ClientPerAcq, 0.1, name)
+			// Redisson's unlock adds the DEL of its latch, as Java's does.
+			want := 2.0
+			if r.Algorithm == WireName {
+				want = 3
+			}
+			require.InDelta(t, want, r.ClientPerAcq, 0.1, name)
 		case hotKey:
 			if r.Algorithm == BatonName || r.Algorithm == "poll-1ms" {
 				require.Positive(t, r.Handoffs, "eight workers on one name hand it over: %s", name)

@@ -32,6 +32,8 @@ const (
 	oneOffAllowance  = 1.01 // for script loads and dials amortised over the run
 	uncontendedWall  = 1.1  // wall time per Lock+Unlock against redislock's
 	uncontendedCPU   = 1.2  // CPU time per Lock+Unlock against redislock's
+	wireUncontended  = 1.2  // server µs per uncontended Lock+Unlock against wire mode's
+	wireContended    = 1.5  // server µs per contended acquisition against wire mode's
 )
 
 // The scenarios the targets are set on.
@@ -68,7 +70,33 @@ func Targets(results []Result) []Check {
 			return status(b.ClientPerAcq <= uncontendedTrips*oneOffAllowance,
 				fmt.Sprintf("baton %.3f client commands per Lock+Unlock", b.ClientPerAcq))
 		}),
+		wireTarget(results, uncontend, wireUncontended),
+		wireTarget(results, hotKey, wireContended),
 	}
+}
+
+// wireTarget judges baton's server µs per acquisition on scenario against
+// those of baton in Redisson's format, in the same run: what baton's own
+// format (its queue, tokens and request replay) may cost the server more.
+func wireTarget(results []Result, scenario string, factor float64) Check {
+	target := fmt.Sprintf("server µs/acq ≤ %.1f× wire mode's", factor)
+	var wire *Result
+	for i, r := range results {
+		if r.Scenario == scenario && r.Algorithm == WireName && r.ServerUsecPerAcq != nil {
+			wire = &results[i]
+		}
+	}
+	if wire == nil {
+		return nothingToCompare(scenario, target)
+	}
+	return single(results, scenario, target, func(b Result) (string, string) {
+		if b.ServerUsecPerAcq == nil {
+			return "SKIP", "not measured for baton"
+		}
+		got := *b.ServerUsecPerAcq / *wire.ServerUsecPerAcq
+		return status(shown(got, 2) <= factor, fmt.Sprintf("baton %.1fµs = %.2f× wire %.1fµs",
+			*b.ServerUsecPerAcq, got, *wire.ServerUsecPerAcq))
+	})
 }
 
 // fifoTarget judges acq/s against the FIFO limit of the run, 1/(hold +

@@ -40,6 +40,8 @@ func TestTargetsOfASampleRun(t *testing.T) {
 		"uncontended: wall per Lock+Unlock ≤ 1.1× redislock's": "PASS", // 50µs against 71.4µs
 		"uncontended: CPU per Lock+Unlock ≤ 1.2× redislock's":  "MISS", // 61.5µs against 50µs
 		"uncontended: one round trip per Lock and per Unlock":  "PASS", // 2 commands
+		"uncontended: server µs/acq ≤ 1.2× wire mode's":        "SKIP",
+		"hot-key: server µs/acq ≤ 1.5× wire mode's":            "SKIP",
 	}, statuses(checks))
 
 	var buf bytes.Buffer
@@ -52,7 +54,7 @@ func TestTargetsOfASampleRun(t *testing.T) {
 	} {
 		require.Contains(t, buf.String(), detail)
 	}
-	require.NotContains(t, buf.String(), "server", "server cost is reported, not a target")
+	require.Contains(t, buf.String(), "server µs/acq", "server cost is judged against wire mode's (issue 26)")
 }
 
 // The FIFO limit is 1/(hold + PING p50) of baton's own run.
@@ -197,4 +199,21 @@ func TestTargetsJudgeTheShownValue(t *testing.T) {
 		results := []Result{{Algorithm: BatonName, Scenario: hotKey, Fairness: tc.fairness}}
 		require.Equal(t, tc.want, statuses(Targets(results))["hot-key: fairness ≥ 0.9"], "fairness %v", tc.fairness)
 	}
+}
+
+// Baton's own format's server cost is judged against wire mode's in the
+// same run: at most 1.2× uncontended, 1.5× contended.
+func TestWireServerCostTargets(t *testing.T) {
+	usec := func(v float64) *float64 { return &v }
+	results := []Result{
+		{Scenario: uncontend, Algorithm: BatonName, ServerUsecPerAcq: usec(12)},
+		{Scenario: uncontend, Algorithm: WireName, ServerUsecPerAcq: usec(10)},
+		{Scenario: hotKey, Algorithm: BatonName, ServerUsecPerAcq: usec(16)},
+		{Scenario: hotKey, Algorithm: WireName, ServerUsecPerAcq: usec(10)},
+	}
+	got := byTarget([]Check{wireTarget(results, uncontend, wireUncontended), wireTarget(results, hotKey, wireContended)})
+	require.Equal(t, "PASS", got["uncontended: server µs/acq ≤ 1.2× wire mode's"].Status)
+	c := got["hot-key: server µs/acq ≤ 1.5× wire mode's"]
+	require.Equal(t, "MISS", c.Status)
+	require.Equal(t, "baton 16.0µs = 1.60× wire 10.0µs", c.Detail)
 }

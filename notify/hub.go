@@ -138,13 +138,18 @@ func newHub(be backend, opts Options) *Hub {
 // errors.Is(err, ctx.Err()) and the reference is released. After Close it
 // returns ErrClosed.
 func (h *Hub) Subscribe(ctx context.Context, channel, id string) (*Subscription, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	if strings.ContainsAny(id, " ,") {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidID, id)
 	}
-	s := &Subscription{hub: h, id: id, signal: make(chan struct{}, 1)}
+	return h.subscribe(ctx, channel, &Subscription{hub: h, id: id, signal: make(chan struct{}, 1)})
+}
+
+// subscribe takes the reference of s on channel, and returns s once Redis
+// has confirmed the subscription (see Subscribe).
+func (h *Hub) subscribe(ctx context.Context, channel string, s *Subscription) (*Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	e, err := h.ref(ctx, channel, s)
 	if err != nil {
 		return nil, err
@@ -246,7 +251,10 @@ func (h *Hub) refExisting(channel string, s *Subscription) (*entry, error) {
 // add takes a reference for s. h.mu is held.
 func (e *entry) add(s *Subscription) {
 	e.refs++
-	if s.id != "" {
+	switch {
+	case s.every:
+		e.addEvery(s)
+	case s.id != "":
 		e.mailbox[s.id] = s
 	}
 }
@@ -290,9 +298,10 @@ func (h *Hub) release(s *Subscription) {
 	if s.id != "" && e.mailbox[s.id] == s {
 		delete(e.mailbox, s.id)
 	}
+	delete(e.every, s)
 	var untaken []string
 	for _, d := range s.mail {
-		if !d.Resync {
+		if !d.Resync && !s.every {
 			untaken = append(untaken, s.id+" "+d.Payload)
 		}
 	}

@@ -26,6 +26,7 @@ type Subscription struct {
 	hub    *Hub
 	entry  *entry
 	id     string
+	every  bool // receives every message of the channel (SubscribeEvery)
 	closed atomic.Bool
 
 	// Guarded by the hub's mu.
@@ -128,20 +129,25 @@ type entry struct {
 	// (its slot moved) and it waits to be subscribed on the new master.
 	moving  bool
 	mailbox map[string]*Subscription // by ID; subscriptions without an ID have none
+	every   map[*Subscription]bool   // SubscribeEvery's subscriptions; nil until one comes
 }
 
-// route hands a message to each mailbox it is addressed to. It returns
-// what no mailbox claims, as messages for Unclaimed: the message as it came
-// when its one address is unclaimed, "<id> <payload>" for each unclaimed ID
-// of an address that lists several.
+// route hands a message to every SubscribeEvery subscription, and to each
+// mailbox it is addressed to. It returns what nobody claims, as messages
+// for Unclaimed: the message as it came when its one address is unclaimed,
+// "<id> <payload>" for each unclaimed ID of an address that lists several.
+// A message a SubscribeEvery subscription took is claimed.
 func (e *entry) route(msg string) (unclaimed []string) {
+	everyTook := e.deliverEvery(msg)
 	ids, payload := address(msg)
 	for _, id := range ids {
-		if s := e.mailbox[id]; s != nil {
+		switch s := e.mailbox[id]; {
+		case s != nil:
 			s.deliver(Delivery{Payload: payload})
-		} else if len(ids) == 1 {
+		case everyTook:
+		case len(ids) == 1:
 			unclaimed = append(unclaimed, msg)
-		} else {
+		default:
 			unclaimed = append(unclaimed, id+" "+payload)
 		}
 	}
@@ -157,6 +163,9 @@ func (e *entry) confirm() {
 	if e.resync {
 		e.resync = false
 		for _, s := range e.mailbox {
+			s.deliver(Delivery{Resync: true})
+		}
+		for s := range e.every {
 			s.deliver(Delivery{Resync: true})
 		}
 	}

@@ -54,7 +54,7 @@ const latchMs = 17000
 
 // wireOp is one operation of a sequence, as the Java API would issue it.
 type wireOp struct {
-	kind    string // acquire, fresh, unlock (the script alone), unlockDel (script, then DEL of the latch), renew, force
+	kind    string // acquire, fresh, reenter, unlock (the script alone), unlockDel (script, then DEL of the latch), renew, force
 	field   string
 	leaseMs int64
 	req     string
@@ -66,6 +66,7 @@ type wireOp struct {
 var wireSequence = []wireOp{
 	{kind: "acquire", field: wireA, leaseMs: 30000},
 	{kind: "acquire", field: wireA, leaseMs: 40000}, // re-entry
+	{kind: "reenter", field: wireA, leaseMs: 50000}, // Reenter: Java's acquire by a holder
 	{kind: "acquire", field: wireB, leaseMs: 30000}, // held: PTTL
 	{kind: "renew", leaseMs: 35000, renew: []string{"", wireA, "", wireB, "other", wireA}},
 	{kind: "unlock", field: wireB, leaseMs: 25000, req: "r0"},    // not held: no latch
@@ -178,11 +179,9 @@ func requireWireEqual(t *testing.T, want, got any, where string) {
 func oursOp(ctx context.Context, rdb *redis.Client, k RedissonKeys, op wireOp) (any, error) {
 	lease := time.Duration(op.leaseMs) * time.Millisecond
 	switch op.kind {
-	case "acquire", "fresh":
-		acquire := k.Acquire
-		if op.kind == "fresh" {
-			acquire = k.AcquireFresh
-		}
+	case "acquire", "fresh", "reenter":
+		acquire := map[string]func(context.Context, redis.Scripter, RedissonField, time.Duration) (RedissonAcquireResult, error){
+			"acquire": k.Acquire, "fresh": k.AcquireFresh, "reenter": k.Reenter}[op.kind]
 		r, err := acquire(ctx, rdb, mustField(op.field), lease)
 		if err != nil || r.Acquired {
 			return nil, err
@@ -231,7 +230,7 @@ func javaOp(ctx context.Context, rdb *redis.Client, wn wireName, sharded bool, o
 		publish = "SPUBLISH"
 	}
 	switch op.kind {
-	case "acquire", "fresh": // fresh leaves what Java's acquire leaves, when run once
+	case "acquire", "fresh", "reenter": // fresh and reenter leave what Java's acquire leaves, when run once by a new owner / a holder
 		return evalJava(ctx, rdb, javaAcquireLua, []string{wn.name}, op.leaseMs, op.field)
 	case "unlock", "unlockDel":
 		latch := wn.latchPrefix + op.req

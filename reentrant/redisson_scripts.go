@@ -25,7 +25,21 @@ type RedissonAcquireResult struct {
 	// reads it: zero in its last millisecond, negative when the lock has no
 	// expiry (then only an unlock message ends the wait, as in Redisson).
 	HolderTTL time.Duration
+	// HoldGone reports that a Reenter found the field not holding the
+	// lock: nothing changed.
+	HoldGone bool
 }
+
+// The modes of redisson_acquire.lua.
+const (
+	redissonAcquireMode = "0"
+	redissonFreshMode   = "1"
+	redissonReenterMode = "2"
+)
+
+// redissonHoldGone is redisson_acquire.lua's reply to a reenter whose field
+// does not hold the lock: no PTTL is ever -3.
+const redissonHoldGone = -3
 
 // Acquire takes the lock for field with lease, or re-enters it (counting
 // one more hold and setting the lease) when field already holds it, exactly
@@ -33,7 +47,17 @@ type RedissonAcquireResult struct {
 // no resend can happen, or for a re-entry that a lost reply may count twice
 // (see AcquireFresh).
 func (k RedissonKeys) Acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
-	return k.acquire(ctx, rdb, field, lease, false)
+	return k.acquire(ctx, rdb, field, lease, redissonAcquireMode)
+}
+
+// Reenter counts one more hold of a field that holds the lock, and sets
+// the lease, leaving what Redisson's acquire leaves then. When field does
+// not hold the lock it changes nothing and reports HoldGone: unlike
+// Acquire, it never takes a lock its holder has lost (expired, or
+// force-unlocked), so a holder's re-entry cannot hide the loss. A resent
+// call counts again, as Redisson's does.
+func (k RedissonKeys) Reenter(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
+	return k.acquire(ctx, rdb, field, lease, redissonReenterMode)
 }
 
 // AcquireFresh takes the lock for a field that held nothing before the
@@ -42,21 +66,24 @@ func (k RedissonKeys) Acquire(ctx context.Context, rdb redis.Scripter, field Red
 // reported as acquired and not counted again, so a resend leaves the same
 // state as one run. The state one run leaves is Acquire's.
 func (k RedissonKeys) AcquireFresh(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
-	return k.acquire(ctx, rdb, field, lease, true)
+	return k.acquire(ctx, rdb, field, lease, redissonFreshMode)
 }
 
-// acquire runs redisson_acquire.lua for Acquire and AcquireFresh.
-func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration, fresh bool) (RedissonAcquireResult, error) {
+// acquire runs redisson_acquire.lua in mode for Acquire, AcquireFresh and
+// Reenter.
+func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration, mode string) (RedissonAcquireResult, error) {
 	ms, err := k.args(field, lease)
 	if err != nil {
 		return RedissonAcquireResult{}, err
 	}
-	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, wireFlag(fresh)).Int64()
+	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, mode).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return RedissonAcquireResult{Acquired: true}, nil
 	case err != nil:
 		return RedissonAcquireResult{}, fmt.Errorf("reentrant: redisson acquire %q: %w", k.Name, err)
+	case pttl == redissonHoldGone:
+		return RedissonAcquireResult{HoldGone: true}, nil
 	}
 	return RedissonAcquireResult{HolderTTL: time.Duration(pttl) * time.Millisecond}, nil
 }

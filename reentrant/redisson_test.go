@@ -179,3 +179,31 @@ func TestIsRedissonWake(t *testing.T) {
 		require.Equal(t, want, IsRedissonWake(payload), payload)
 	}
 }
+
+// A holder whose lock was force-unlocked (or expired) must not take it
+// back by re-entering, as Redisson's acquire would: its re-entry would
+// hide the loss, and its outer hold would go on as if never interrupted.
+func TestRedissonReenterNeverTakesALostLock(t *testing.T) {
+	ctx, rdb, k := redissonSetup(t, "orders")
+	a := mustField("client-a:1")
+	r, err := k.Reenter(ctx, rdb, a, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, RedissonAcquireResult{HoldGone: true}, r)
+	require.Zero(t, rdb.Exists(ctx, k.Hash).Val(), "a free lock stays free")
+
+	_, err = k.Acquire(ctx, rdb, mustField("client-b:1"), time.Minute)
+	require.NoError(t, err)
+	r, err = k.Reenter(ctx, rdb, a, time.Minute)
+	require.NoError(t, err)
+	require.True(t, r.HoldGone, "another's lock is no re-entry")
+
+	_, err = k.ForceUnlock(ctx, rdb)
+	require.NoError(t, err)
+	_, err = k.Acquire(ctx, rdb, a, time.Minute)
+	require.NoError(t, err)
+	r, err = k.Reenter(ctx, rdb, a, 2*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, RedissonAcquireResult{Acquired: true}, r)
+	require.Equal(t, map[string]string{a.String(): "2"}, rdb.HGetAll(ctx, k.Hash).Val())
+	require.InDelta(t, 2*time.Minute, rdb.PTTL(ctx, k.Hash).Val(), float64(5*time.Second))
+}

@@ -35,7 +35,7 @@ func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (
 
 // obtain is Lock (blocking) and TryLock on the plain lock called name.
 func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blocking bool) (*handle, error) {
-	a, err := c.prepare(ctx, opts, func() (resource, error) { return c.lockResource(name) })
+	a, err := c.prepare(ctx, opts, func(lease time.Duration) (resource, error) { return c.lockResource(name, lease) })
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +43,9 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 }
 
 // prepare is the attempt of a call with ctx and opts on the resource face
-// res gives, or the error that ends the call first: ErrClosed, then an
-// option's, then res's.
-func (c *Client) prepare(ctx context.Context, opts []LockOption, res func() (resource, error)) (*attempt, error) {
+// res gives for the call's lease (wire mode's lock needs it), or the error
+// that ends the call first: ErrClosed, then an option's, then res's.
+func (c *Client) prepare(ctx context.Context, opts []LockOption, res func(lease time.Duration) (resource, error)) (*attempt, error) {
 	if c.table.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -53,7 +53,11 @@ func (c *Client) prepare(ctx context.Context, opts []LockOption, res func() (res
 	if err != nil {
 		return nil, err
 	}
-	r, err := res()
+	lease := c.cfg.watchdogLease
+	if lc.leaseSet {
+		lease = lc.lease
+	}
+	r, err := res(lease)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +246,7 @@ var (
 // hold it has is this call's own.
 func (a *attempt) acquireAs(ctx context.Context, requestID string, token uint64, w reentrant.Waiter) (reentrant.AcquireResult, error) {
 	return a.res.acquire(ctx, acquireCall{owner: a.owner, newOwner: a.newOwner, requestID: requestID,
-		lease: a.lease, token: token, waiter: w})
+		lease: a.lease, token: token, reentry: a.via != nil, waiter: w})
 }
 
 // waitError is err, from the hub or the caller's ctx, in the caller's

@@ -14,7 +14,10 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if c.table.closed.Load() {
 		return false, ErrClosed
 	}
-	p, err := c.lockResource(name)
+	if c.wire != nil {
+		return c.forceUnlockWire(ctx, name)
+	}
+	p, err := c.plainLock(name)
 	if err != nil {
 		return false, err
 	}
@@ -46,9 +49,13 @@ type State struct {
 }
 
 // Inspect reads a lock's holders, hold counts, remaining lease and last
-// fencing token, without changing it.
+// fencing token, without changing it. With WithRedissonWire, Holders is
+// keyed by the hash's fields ("<clientID>:<owner>") and LastToken is 0.
 func (c *Client) Inspect(ctx context.Context, name string) (State, error) {
-	p, err := c.lockResource(name)
+	if c.wire != nil {
+		return c.inspectWire(ctx, name)
+	}
+	p, err := c.plainLock(name)
 	if err != nil {
 		return State{}, err
 	}

@@ -29,6 +29,7 @@ const (
 	helperAddr   = "BATON_TEST_REDIS"  // the server's address
 	helperLock   = "BATON_TEST_LOCK"   // the lock's name
 	helperLease  = "BATON_TEST_LEASE"  // the watchdog lease
+	helperWire   = "BATON_TEST_WIRE"   // WithRedissonWire's client ID, if set
 	helperPrefix = "helper: "          // marks the child's protocol lines on stdout
 
 	// childClientName names the child's connections in CLIENT LIST.
@@ -85,7 +86,11 @@ func runHolder(in io.Reader, out io.Writer) error {
 	// The default user: the store is not a lock key.
 	store := redis.NewClient(&redis.Options{Addr: o.Addr, ClientName: childClientName})
 	defer store.Close()
-	c, err := New(rdb, WithWatchdogLease(lease))
+	opts := []Option{WithWatchdogLease(lease)}
+	if id := os.Getenv(helperWire); id != "" {
+		opts = append(opts, WithRedissonWire(id))
+	}
+	c, err := New(rdb, opts...)
 	if err != nil {
 		return err
 	}
@@ -139,13 +144,15 @@ type child struct {
 	once   sync.Once
 }
 
-// startHolder runs a holder of lock name with the given watchdog lease. It
-// is killed, if still running, when the test ends.
-func startHolder(t *testing.T, srv *redistest.Server, name string, lease time.Duration) *child {
+// startHolder runs a holder of lock name with the given watchdog lease,
+// with env added to its environment. It is killed, if still running, when
+// the test ends.
+func startHolder(t *testing.T, srv *redistest.Server, name string, lease time.Duration, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.timeout=60s")
 	cmd.Env = append(os.Environ(), helperEnv+"=holder", helperAddr+"="+srv.Addr,
 		helperLock+"="+name, helperLease+"="+lease.String())
+	cmd.Env = append(cmd.Env, env...)
 	ch := &child{t: t, cmd: cmd, lines: make(chan string, 16), read: make(chan struct{})}
 	cmd.Stderr = &ch.stderr
 	var err error

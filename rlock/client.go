@@ -27,6 +27,9 @@ type Client struct {
 	cfg config
 	ns  reentrant.Namespace
 	id  string // prefix of every owner ID this client makes
+	// wire is set with WithRedissonWire: the client's locks are in
+	// Redisson's format, not ns's.
+	wire *wireMode
 
 	hub    *notify.Hub
 	grants grantLine // the grant line: where its waiters' grants arrive
@@ -73,14 +76,19 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		AliveTTL:           cfg.aliveTTL,
 		RequestTTL:         requestTTL(rdb),
 	}
-	if _, err := ns.Keys("probe"); err != nil {
+	var wire *wireMode
+	if cfg.wire {
+		if wire, err = newWireMode(cfg, isCluster, sharded); err != nil {
+			return nil, err
+		}
+	} else if _, err := ns.Keys("probe"); err != nil {
 		return nil, lower(err)
 	}
 	mode := notify.Classic
 	if sharded {
 		mode = notify.Sharded
 	}
-	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), grants: grantLine{perLock: sharded}}
+	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), wire: wire, grants: grantLine{perLock: sharded}}
 	hub, err := notify.New(rdb, notify.Options{Mode: mode, Unclaimed: c.unclaimedGrant})
 	if err != nil {
 		return nil, lower(err)

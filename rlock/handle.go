@@ -118,6 +118,10 @@ func (l *Lock) Name() string { return l.hold.res.name() }
 // Token is the fencing token of this hold: it rises with every new holder of
 // the lock and stays the same on re-entry. Pass it to the storage you protect
 // and have it reject tokens lower than the highest it has seen.
+//
+// With WithRedissonWire it is always 0: Redisson's RLock has no fencing
+// token, so wire mode gives none, and a storage that fences must not
+// accept 0 as a token (every token of baton's own format is at least 1).
 func (l *Lock) Token() uint64 { return l.hold.token }
 
 // Owner is the owner ID the lock is held under.

@@ -106,7 +106,7 @@ func receive(t *testing.T, res <-chan acquired) *Lock {
 
 // lockKeys are the keys of the plain lock called name.
 func (c *Client) lockKeys(name string) (reentrant.Keys, error) {
-	p, err := c.lockResource(name)
+	p, err := c.plainLock(name)
 	if err != nil {
 		return reentrant.Keys{}, err
 	}

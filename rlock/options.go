@@ -38,6 +38,8 @@ type config struct {
 	logger         *slog.Logger
 	slowWait       time.Duration
 	observer       Observer
+	wire           bool   // WithRedissonWire
+	wireClientID   string // WithRedissonWire's; empty: a random UUID
 }
 
 func defaultConfig() config {
@@ -58,7 +60,9 @@ func (c config) validate() error {
 }
 
 // WithKeyPrefix sets the prefix of every key and channel (default "baton:").
-// Clients that must see each other's locks need the same prefix.
+// Clients that must see each other's locks need the same prefix. With
+// WithRedissonWire there is no default: the prefix, if given, goes before
+// the lock's name as a Java NameMapper adding it would.
 func WithKeyPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // WithWatchdogLease sets the lease of locks taken without WithLease (default

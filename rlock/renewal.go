@@ -89,9 +89,12 @@ func (h *hold) watchLost(cause error) {
 // whatever their resources. A hold no longer held is watchdog.ErrNotHeld,
 // the watchdog's word for it.
 func (c *Client) renew(ctx context.Context, batch []*hold) []error {
+	if c.wire != nil {
+		return c.wire.renew(ctx, c, batch)
+	}
 	renewals := make([]reentrant.Renewal, len(batch))
 	for i, h := range batch {
-		renewals[i] = h.res.renewal(h.owner, h.token)
+		renewals[i] = h.res.(batonResource).renewal(h.owner, h.token)
 	}
 	renewed, errs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
 	for i := range errs {

@@ -15,7 +15,9 @@ import (
 // told from the holds on every other resource. The plain lock (plainLock)
 // is the one resource today; the read-write lock's faces and the
 // semaphore plug in here (see "Where the family plugs in" in doc.go).
-// Every method but id, name, waiter and aliveTTL is one script call.
+// Every method but id, name, waiter, aliveTTL and subscribe is one script
+// call. Two formats implement it: baton's own (plainLock) and Redisson's
+// (wireLock, wire.go).
 type resource interface {
 	// id tells this resource face from every other in a Client: the
 	// holds table and a ctx's handles are keyed by it.
@@ -30,6 +32,11 @@ type resource interface {
 	// aliveTTL is how long a look keeps its waiter's liveness key, or
 	// zero where liveness is judged by the receiver count.
 	aliveTTL() time.Duration
+	// subscribe makes a call of c that may wait a waiter, subscribed
+	// where its wake-ups come, and returns once Redis has confirmed the
+	// subscription. Unless always is set, it does so only where that
+	// costs no round trip, and returns nil otherwise.
+	subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error)
 	// acquire runs the acquire script once, as call says: it takes a
 	// free resource, re-enters a hold, queues a waiter, or looks for the
 	// waiter's grant.
@@ -44,8 +51,13 @@ type resource interface {
 	// renew makes sure owner's hold of token has at least lease left, and
 	// reports whether owner still held it.
 	renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error)
-	// renewal names owner's hold of token for the watchdog's batch, which
-	// renews the holds of every resource in one pipeline per round.
+}
+
+// batonResource is a resource in baton's own format, whose holds the
+// watchdog renews in one pipeline per round, whatever the resource.
+type batonResource interface {
+	resource
+	// renewal names owner's hold of token for the watchdog's batch.
 	renewal(owner string, token uint64) reentrant.Renewal
 }
 
@@ -69,7 +81,7 @@ const (
 // none (ErrInvalidName).
 func (c *Client) grantResource(g reentrant.Grant) (resource, error) {
 	if g.Kind == "" {
-		return c.lockResource(g.Lock)
+		return c.plainLock(g.Lock) // grants are baton's own format: wire mode has none
 	}
 	return c.sharedResource(g.Kind, g.Mode, g.Lock)
 }
@@ -83,6 +95,7 @@ type acquireCall struct {
 	requestID string // for a replay of a resent call; unused with newOwner
 	lease     time.Duration
 	token     uint64           // not 0: re-enter only the hold of this token
+	reentry   bool             // a re-entry through a handle (where holds have no token)
 	waiter    reentrant.Waiter // with an ID: queue as it, or look for its grant
 }
 
@@ -93,9 +106,18 @@ type plainLock struct {
 	rdb  redis.Scripter
 }
 
-// lockResource is the plain lock called name, or says why it cannot
-// (ErrInvalidName). It sends nothing.
-func (c *Client) lockResource(name string) (*plainLock, error) {
+// lockResource is the lock called name, in the client's format, or says
+// why it cannot be (ErrInvalidName). It sends nothing. lease is the lease
+// its calls ask for, which a Redisson partial unlock leaves.
+func (c *Client) lockResource(name string, lease time.Duration) (resource, error) {
+	if c.wire != nil {
+		return c.wire.lock(c, name, lease)
+	}
+	return c.plainLock(name)
+}
+
+// plainLock is the lock called name in baton's own format.
+func (c *Client) plainLock(name string) (*plainLock, error) {
 	k, err := c.ns.Keys(name)
 	if err != nil {
 		return nil, lower(err)
@@ -112,6 +134,25 @@ func (p *plainLock) claims(g reentrant.Grant) bool { return g.Kind == "" && g.Lo
 func (p *plainLock) waiter(id, client string) reentrant.Waiter { return p.keys.Waiter(id, client) }
 
 func (p *plainLock) aliveTTL() time.Duration { return p.keys.AliveTTL() }
+
+func (p *plainLock) subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error) {
+	return subscribeForGrants(ctx, c, p, always)
+}
+
+// subscribeForGrants makes a waiter of res, subscribed on the client's
+// grant line, where the grant messages of baton's own format come: with no
+// round trip once the line is kept (see resource.subscribe).
+func subscribeForGrants(ctx context.Context, c *Client, res resource, always bool) (*subscribed, error) {
+	if !always && !c.grants.ready() {
+		return nil, nil
+	}
+	w := res.waiter(randomHex(8), c.id)
+	sub, err := c.grants.subscribe(ctx, c.hub, w)
+	if err != nil {
+		return nil, err
+	}
+	return &subscribed{w: w, sub: sub, grants: true, look: true}, nil
+}
 
 func (p *plainLock) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	if call.newOwner {

@@ -98,7 +98,7 @@ func (rw *RWLock) Do(ctx context.Context, fn func(ctx context.Context) error, op
 // a plain lock. A write whose ctx carries a read handle and no write
 // handle is ErrUpgrade, as is one whose owner holds only a read here.
 func (rw *RWLock) obtain(ctx context.Context, f *shareFace, opts []LockOption, blocking bool) (*handle, error) {
-	a, err := rw.c.prepare(ctx, opts, func() (resource, error) { return f, rw.err })
+	a, err := rw.c.prepare(ctx, opts, func(time.Duration) (resource, error) { return f, rw.err })
 	if err != nil {
 		return nil, err
 	}

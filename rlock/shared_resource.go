@@ -60,6 +60,10 @@ func (f *shareFace) waiter(id, client string) reentrant.Waiter {
 
 func (f *shareFace) aliveTTL() time.Duration { return f.share.Keys().AliveTTL() }
 
+func (f *shareFace) subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error) {
+	return subscribeForGrants(ctx, c, f, always)
+}
+
 func (f *shareFace) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	if call.newOwner {
 		return f.share.AcquireNew(ctx, f.rdb, call.owner, call.lease, call.waiter)

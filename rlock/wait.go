@@ -30,12 +30,13 @@ func (a *attempt) wait(ctx context.Context, s *subscribed, holderTTL time.Durati
 	if a.c.afterFirstAttempt != nil {
 		a.c.afterFirstAttempt()
 	}
-	look := s == nil // not queued yet: look at once
+	look := s == nil // not queued yet: look once subscribed, if told to
 	if look {
 		var err error
 		if s, err = a.subscribe(ctx, true); err != nil {
 			return nil, a.waitError(err)
 		}
+		look = s.look
 	}
 	defer s.close()
 	for {
@@ -49,12 +50,12 @@ func (a *attempt) wait(ctx context.Context, s *subscribed, holderTTL time.Durati
 		d, err := s.sub.Wait(ctx, min(untilExpiry(holderTTL), a.lookEvery()))
 		look = true // whatever woke it, look again unless it is the grant
 		switch {
-		case err == nil && !d.Resync:
+		case err == nil && !d.Resync && s.grants:
 			if l := a.granted(ctx, s.w, d.Payload); l != nil {
 				return l, nil
 			}
 		case err == nil, errors.Is(err, notify.ErrWaitTimeout):
-			// A resync, or time to look again.
+			// A resync, a nudge, or time to look again.
 		default:
 			a.c.background.run(func() { a.leave(s.w) })
 			return nil, a.waitError(err)
@@ -73,28 +74,33 @@ func (a *attempt) lookEvery() time.Duration {
 	return every
 }
 
-// subscribed is a call that may wait: its waiter, and the subscription its
-// grant comes on.
+// subscribed is a call that may wait: its waiter, where its wake-ups come,
+// and what they mean, as its resource says.
 type subscribed struct {
 	w   reentrant.Waiter
-	sub *notify.Subscription
+	sub wakeSource
+	// grants says a message is a grant to claim (baton's format); else
+	// every wake-up is a nudge to look again (Redisson's).
+	grants bool
+	// look says the waiter looks at once once subscribed; it does not
+	// while another waiter of its process looks for it (wakeline.go).
+	look bool
 }
 
-// subscribe makes the call a waiter, subscribed to its grant channel on
-// the client's grant line, and returns once Redis has confirmed the
-// subscription. Unless always is set, it does so only where that costs no
-// round trip (the client's grant channel is subscribed for good), and
-// returns nil otherwise.
+// wakeSource is where a waiter's wake-ups come: a notify.Subscription, or
+// a place in a local line (wakeline.go).
+type wakeSource interface {
+	// Wait returns the next wake-up, or notify.ErrWaitTimeout after
+	// timeout, or the error that ends the wait (as notify's Wait).
+	Wait(ctx context.Context, timeout time.Duration) (notify.Delivery, error)
+	// Close leaves, handing on what it was given.
+	Close()
+}
+
+// subscribe makes the call a waiter of its resource (see
+// resource.subscribe).
 func (a *attempt) subscribe(ctx context.Context, always bool) (*subscribed, error) {
-	if !always && !a.c.grants.ready() {
-		return nil, nil
-	}
-	w := a.res.waiter(randomHex(8), a.c.id)
-	sub, err := a.c.grants.subscribe(ctx, a.c.hub, w)
-	if err != nil {
-		return nil, err
-	}
-	return &subscribed{w: w, sub: sub}, nil
+	return a.res.subscribe(ctx, a.c, always)
 }
 
 // waiter is the waiter to queue as, none for a call that does not wait.

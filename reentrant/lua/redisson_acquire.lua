@@ -6,17 +6,23 @@
 -- KEYS[1] lock: the lock's hash
 -- ARGV[1] leaseMs: the lease in ms
 -- ARGV[2] field: the holder's field
--- ARGV[3] fresh: '1' when the owner held nothing before the call, so a field
---         found can only be an earlier run of this same call (a resend):
---         it is reported, not counted again; '0' counts a re-entry
--- Returns nil when the field holds the lock after the call, or else the
--- lock's PTTL in ms (-1 when it has no expiry), as Redisson's acquire does.
+-- ARGV[3] mode: '1' (fresh) when the owner held nothing before the call, so
+--         a field found can only be an earlier run of this same call (a
+--         resend): it is reported, not counted again; '2' (reenter) only
+--         counts a re-entry of a field that holds the lock, and changes
+--         nothing when it does not; '0' does what Redisson's acquire does
+-- Returns nil when the field holds the lock after the call, -3 when a
+-- reenter found the field not holding it, or else the lock's PTTL in ms
+-- (-1 when it has no expiry), as Redisson's acquire does.
 local lock = KEYS[1]
-local leaseMs, field, fresh = ARGV[1], ARGV[2], ARGV[3] == '1'
+local leaseMs, field, mode = ARGV[1], ARGV[2], ARGV[3]
 
 local mine = redis.call('hexists', lock, field) == 1
-if mine and fresh then
+if mine and mode == '1' then
   return nil
+end
+if not mine and mode == '2' then
+  return -3
 end
 if not mine and redis.call('exists', lock) == 1 then
   return redis.call('pttl', lock)

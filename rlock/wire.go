@@ -1,0 +1,280 @@
+package rlock
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/notify/slot"
+	"github.com/batonlock/baton/reentrant"
+	"github.com/batonlock/baton/watchdog"
+)
+
+// WithRedissonWire makes the client read and write Redisson's RLock format
+// (Redisson 4.7.0) for every lock it takes, instead of baton's own, so that
+// Go and Java services exclude each other on the same locks. clientID is
+// what Redisson calls the instance's UUID: a hold's field in the lock's
+// hash is "<clientID>:<owner>". Empty means a random UUID; it must not
+// contain ':' (ErrInvalidOption). See "Sharing locks with Java Redisson"
+// in the README.
+//
+// In this mode a lock called name is the hash prefix+name (prefix only if
+// WithKeyPrefix is given: no default prefix), which is what a Java client
+// whose NameMapper adds the same prefix uses; its channel and unlock
+// latches derive from that raw name, as Java's do. Owners are as in
+// baton's format: WithOwner's (to share a hold with a Java thread, give
+// its thread ID and the Java instance's UUID as clientID), else one per
+// hold. Waiters are woken by Redisson's unlock messages and try again;
+// within a process only the first waiter of a lock tries. Holds have no
+// fencing token: Token returns 0 (see Lock.Token). The watchdog renews
+// with Redisson's renewal script; the default lease, 30 s, is Java's.
+func WithRedissonWire(clientID string) Option {
+	return func(c *config) {
+		c.wire = true
+		c.wireClientID = clientID
+	}
+}
+
+// wireMode is a Client's state in Redisson's format.
+type wireMode struct {
+	ns       reentrant.RedissonNamespace
+	clientID string
+	prefix   string // WithKeyPrefix's, as a Java NameMapper would add it
+	cluster  bool   // renewals are grouped by slot
+	lines    wakeLines
+}
+
+// newWireMode checks cfg's wire settings. sharded says unlocks are
+// published with SPUBLISH, as Redisson does on a cluster.
+func newWireMode(cfg config, cluster, sharded bool) (*wireMode, error) {
+	id := cfg.wireClientID
+	if id == "" {
+		id = newUUID()
+	}
+	if _, err := reentrant.NewRedissonField(id, "probe"); err != nil {
+		return nil, fmt.Errorf("%w: WithRedissonWire: %w", ErrInvalidOption, err)
+	}
+	return &wireMode{ns: reentrant.RedissonNamespace{Sharded: sharded}, clientID: id,
+		prefix: cfg.prefix, cluster: cluster}, nil
+}
+
+// newUUID is a random (version 4) UUID, as Redisson names its instances.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// lock is the lock called name in Redisson's format, whose calls ask for
+// lease.
+func (m *wireMode) lock(c *Client, name string, lease time.Duration) (*wireLock, error) {
+	k, err := m.ns.Keys(m.prefix + name)
+	if err != nil {
+		return nil, lower(err)
+	}
+	return &wireLock{keys: k, userName: name, clientID: m.clientID, rdb: c.rdb, lease: lease}, nil
+}
+
+// wireLock is a lock in Redisson's RLock format: a hash of
+// "<clientID>:<owner>" → hold count, and unlock messages on its channel.
+// Holds have no token: every token is 0.
+type wireLock struct {
+	keys     reentrant.RedissonKeys
+	userName string
+	clientID string
+	rdb      redis.UniversalClient
+	// lease is what Redisson calls internalLockLeaseTime: the lease a
+	// partial unlock leaves.
+	lease time.Duration
+}
+
+func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash, face: lockFace} }
+
+func (w *wireLock) name() string { return w.userName }
+
+// waiter has no ID: Redisson's waiters are not queued in Redis.
+func (w *wireLock) waiter(_, _ string) reentrant.Waiter {
+	return reentrant.Waiter{Channel: w.keys.Channel}
+}
+
+func (w *wireLock) aliveTTL() time.Duration { return 0 }
+
+// claims nothing: Redisson grants nothing, its messages are wake-ups (see
+// subscribe), and the wait loop reads none of them as a grant.
+func (w *wireLock) claims(reentrant.Grant) bool { return false }
+
+// subscribe puts the call in the client's local line for the lock's
+// channel. Only where the line already exists is that free of a round
+// trip, and a call that would join one waits behind it anyway: unless
+// always, it returns nil, and the call's first acquire goes out alone, as
+// Java's does.
+func (w *wireLock) subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error) {
+	if !always {
+		return nil, nil
+	}
+	t, head, err := c.wire.lines.join(ctx, c.hub, w.keys.Channel)
+	if err != nil {
+		return nil, err
+	}
+	return &subscribed{w: w.waiter("", ""), sub: t, look: head}, nil
+}
+
+// field is owner's field in the lock's hash.
+func (w *wireLock) field(owner string) (reentrant.RedissonField, error) {
+	f, err := reentrant.NewRedissonField(w.clientID, owner)
+	if err != nil {
+		return f, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return f, nil
+}
+
+// acquire takes the lock as Redisson's acquire does. A new owner's
+// acquire is AcquireFresh, which a resend cannot count twice; a re-entry
+// through a handle never takes a lock its hold has lost (HoldGone).
+func (w *wireLock) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
+	f, err := w.field(call.owner)
+	if err != nil {
+		return reentrant.AcquireResult{}, err
+	}
+	run := w.keys.Acquire
+	switch {
+	case call.reentry:
+		run = w.keys.Reenter
+	case call.newOwner:
+		run = w.keys.AcquireFresh
+	}
+	r, err := run(ctx, w.rdb, f, call.lease)
+	return reentrant.AcquireResult{Acquired: r.Acquired, HolderTTL: r.HolderTTL, HoldGone: r.HoldGone}, err
+}
+
+// release is Redisson's unlock under requestID, whose latch makes a
+// resend replay it. The hold count left is not reported (Remaining 0).
+func (w *wireLock) release(ctx context.Context, owner string, _ uint64, requestID string) (reentrant.ReleaseResult, error) {
+	f, err := w.field(owner)
+	if err != nil {
+		return reentrant.ReleaseResult{}, err
+	}
+	st, err := w.keys.Unlock(ctx, w.rdb, f, requestID, w.lease)
+	return reentrant.ReleaseResult{Status: st}, err
+}
+
+// leave has nothing to do: a Redisson waiter is not in Redis.
+func (w *wireLock) leave(context.Context, reentrant.Waiter, string, time.Duration, bool) error {
+	return nil
+}
+
+func (w *wireLock) renew(ctx context.Context, owner string, _ uint64, lease time.Duration) (bool, error) {
+	f, err := w.field(owner)
+	if err != nil {
+		return false, err
+	}
+	return w.keys.Renew(ctx, w.rdb, f, lease)
+}
+
+// renewChunk is how many holds one renewal script call renews at most, as
+// Redisson's watchdog chunks them.
+const renewChunk = 100
+
+// renew is the watchdog's batch in Redisson's format: the holds grouped by
+// cluster slot, one RedissonRenewBatch per chunk of at most renewChunk.
+func (m *wireMode) renew(ctx context.Context, c *Client, batch []*hold) []error {
+	errs := make([]error, len(batch))
+	groups := map[int][]int{} // slot → indexes in batch
+	var order []int
+	for i, h := range batch {
+		s := 0
+		if m.cluster {
+			s = slot.Of(h.res.id().key)
+		}
+		if _, ok := groups[s]; !ok {
+			order = append(order, s)
+		}
+		groups[s] = append(groups[s], i)
+	}
+	for _, s := range order {
+		idx := groups[s]
+		for len(idx) > 0 {
+			n := min(len(idx), renewChunk)
+			m.renewChunk(ctx, c, batch, idx[:n], errs)
+			idx = idx[n:]
+		}
+	}
+	return errs
+}
+
+// renewChunk renews batch[i] for each i in idx in one script call, and
+// records each one's outcome in errs.
+func (m *wireMode) renewChunk(ctx context.Context, c *Client, batch []*hold, idx []int, errs []error) {
+	holds := make([]reentrant.RedissonHold, len(idx))
+	for j, i := range idx {
+		w := batch[i].res.(*wireLock)
+		f, err := w.field(batch[i].owner) // it took the lock: never fails
+		if err != nil {
+			for _, i := range idx {
+				errs[i] = err
+			}
+			return
+		}
+		holds[j] = reentrant.RedissonHold{Keys: w.keys, Field: f}
+	}
+	renewed, err := reentrant.RedissonRenewBatch(ctx, c.rdb, holds, c.cfg.watchdogLease)
+	for j, i := range idx {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case !renewed[j]:
+			errs[i] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, batch[i].res.name())
+		}
+	}
+}
+
+// forceUnlockWire is ForceUnlock in Redisson's format. Holds have no
+// token to tell a hold taken after the delete from one it deleted: every
+// hold of the lock this client has is cut off, which at worst reports a
+// hold taken in that instant as lost.
+func (c *Client) forceUnlockWire(ctx context.Context, name string) (bool, error) {
+	w, err := c.wire.lock(c, name, c.cfg.watchdogLease)
+	if err != nil {
+		return false, err
+	}
+	deleted, err := w.keys.ForceUnlock(ctx, c.rdb)
+	if err != nil || !deleted {
+		return false, err
+	}
+	id := w.id()
+	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id }) {
+		h.cutOff(h.lost("force-unlocked"))
+	}
+	return true, nil
+}
+
+// inspectWire is Inspect in Redisson's format: the hash's fields and
+// counts, and its PTTL.
+func (c *Client) inspectWire(ctx context.Context, name string) (State, error) {
+	w, err := c.wire.lock(c, name, c.cfg.watchdogLease)
+	if err != nil {
+		return State{}, err
+	}
+	var all *redis.MapStringStringCmd
+	var pttl *redis.DurationCmd
+	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		all = p.HGetAll(ctx, w.keys.Hash)
+		pttl = p.PTTL(ctx, w.keys.Hash)
+		return nil
+	})
+	if err != nil {
+		return State{}, err
+	}
+	st := State{Holders: map[string]int64{}, TTL: pttl.Val()}
+	for f, n := range all.Val() {
+		var count int64
+		_, _ = fmt.Sscan(n, &count)
+		st.Holders[f] = count
+	}
+	return st, nil
+}
