@@ -226,11 +226,17 @@ func TestLeaseMargins(t *testing.T) {
 	const fractional = MinLease + 400*time.Microsecond
 	sent := time.Now()
 	l, err := c.Lock(ctx, "edge", WithLease(fractional))
+	returned := time.Now()
 	require.NoError(t, err)
 	require.Positive(t, rdb.PTTL(ctx, lockKey("edge")).Val())
 	deadline, ok := l.Context().Deadline()
 	require.True(t, ok)
-	require.False(t, deadline.After(sent.Add(fractional)), "validity later than the lease")
+	// The acquire was sent between sent and returned, and the validity is
+	// that send plus the lease less the drift margin: never later than
+	// the lease from the send, however long a loaded machine took to send.
+	margin := driftMargin(fractional)
+	require.False(t, deadline.After(returned.Add(fractional-margin)), "validity later than the lease less the margin")
+	require.False(t, deadline.Before(sent.Add(fractional-margin)), "validity counted from before the send")
 	<-l.Context().Done()
 	err = l.Unlock(ctx)
 	require.True(t, err == nil || errors.Is(err, ErrLockLost), "%v", err)
