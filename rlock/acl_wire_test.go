@@ -1,9 +1,11 @@
 package rlock
 
 import (
+	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/bench/redistest"
 )
@@ -29,4 +31,11 @@ func TestACLRedissonRulesAreSufficientAndMinimal(t *testing.T) {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{clusterSrv.Addr}, Username: user, Password: aclPassword})
 		}, wire)
 	})
+}
+
+// The README shows the single-node wire-mode rules as they are.
+func TestREADMEShowsTheACLRedissonRules(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "-@all "+ACLRedissonRules+" ~orders/*\n")
 }
