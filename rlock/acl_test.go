@@ -65,7 +65,9 @@ func oneNodeCluster(t *testing.T, args ...string) (srv *redistest.Server, ready 
 	}
 }
 
-func checkACLRules(t *testing.T, admin *redis.Client, rules string, dial func(user string) redis.UniversalClient) {
+// checkACLRules runs aclWorkload with clients made with opts, as a user
+// with rules and as one without each of them.
+func checkACLRules(t *testing.T, admin *redis.Client, rules string, dial func(user string) redis.UniversalClient, opts ...Option) {
 	ctx := testCtx(t)
 	setUser := func(user string, rules []string) {
 		args := append([]string{"reset", "on", ">" + aclPassword}, rules...)
@@ -99,7 +101,7 @@ func checkACLRules(t *testing.T, admin *redis.Client, rules string, dial func(us
 	var wg sync.WaitGroup
 	for _, user := range append([]string{"full"}, prefixed("without", without)...) {
 		wg.Go(func() {
-			err := aclWorkload(ctx, func() redis.UniversalClient { return dial(user) }, "acl/"+user)
+			err := aclWorkload(ctx, func() redis.UniversalClient { return dial(user) }, "acl/"+user, opts...)
 			mu.Lock()
 			errs[user] = err
 			mu.Unlock()
@@ -117,11 +119,11 @@ func checkACLRules(t *testing.T, admin *redis.Client, rules string, dial func(us
 	}
 
 	require.NoError(t, admin.ScriptFlush(ctx).Err())
-	require.NoError(t, lockUnlock(ctx, dial("full"), "acl/eval"))
+	require.NoError(t, lockUnlock(ctx, dial("full"), "acl/eval", opts...))
 	require.Empty(t, denials("full"), "reloading the scripts")
 	setUser("without+eval", slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "+eval" }))
 	require.NoError(t, admin.ScriptFlush(ctx).Err())
-	require.Error(t, lockUnlock(ctx, dial("without+eval"), "acl/noeval"), "+eval is needed after SCRIPT FLUSH")
+	require.Error(t, lockUnlock(ctx, dial("without+eval"), "acl/noeval", opts...), "+eval is needed after SCRIPT FLUSH")
 }
 
 // deniedObject is how ACL LOG names what rule r grants: "command:ping" for
@@ -144,9 +146,9 @@ func prefixed(prefix string, ss []string) []string {
 	return out
 }
 
-func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string) error {
+func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string, opts ...Option) error {
 	defer rdb.Close()
-	c, err := New(rdb)
+	c, err := New(rdb, opts...)
 	if err != nil {
 		return err
 	}
@@ -163,7 +165,8 @@ func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string) err
 // health-check PING, watchdog renewals, Inspect, a partial and a full
 // release, the waiter's unsubscribe, and ForceUnlock. It returns the first
 // error; denied calls that only show in ACL LOG are the caller's to check.
-func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name string) (err error) {
+// Both clients are made with opts.
+func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name string, opts ...Option) (err error) {
 	// The full workload takes about 1.5s; a denied subscribe waits this out.
 	ctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
 	defer cancel()
@@ -173,12 +176,12 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	// Renewals every 500ms: two of them fall in the sleep below, while a
 	// loaded machine (forty of these run at once) has a lease of slack
 	// before a late first renewal would lose the lock before it ran.
-	a, err := New(ra, WithWatchdogLease(1500*time.Millisecond))
+	a, err := New(ra, append(opts, WithWatchdogLease(1500*time.Millisecond))...)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	b, err := New(rb)
+	b, err := New(rb, opts...)
 	if err != nil {
 		return err
 	}

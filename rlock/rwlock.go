@@ -38,9 +38,14 @@ type RWLock struct {
 }
 
 // RWLock is the read-write lock called name (name rules as for Lock). It
-// sends nothing; an invalid name is reported by each call.
+// sends nothing; an invalid name is reported by each call. On a wire-mode
+// client (WithRedissonWire) each call returns ErrWireUnsupported.
 func (c *Client) RWLock(name string) *RWLock {
 	rw := &RWLock{c: c}
+	if c.wire != nil {
+		rw.err = fmt.Errorf("%w: RWLock %q", ErrWireUnsupported, name)
+		return rw
+	}
 	if rw.read, rw.err = c.sharedResource(reentrant.KindRW, reentrant.ModeRead, name); rw.err == nil {
 		rw.write, rw.err = c.sharedResource(reentrant.KindRW, reentrant.ModeWrite, name)
 	}

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
@@ -278,3 +279,10 @@ func (c *Client) inspectWire(ctx context.Context, name string) (State, error) {
 	}
 	return st, nil
 }
+
+// ErrWireUnsupported: the call needs a format WithRedissonWire does not
+// cover. Client.RWLock's calls return it on a wire-mode client, having
+// written nothing: Redisson's read-write lock format is not implemented,
+// and a read-write lock in baton's format would not exclude a Java
+// RReadWriteLock of the same name.
+var ErrWireUnsupported = errors.New("rlock: not available in Redisson wire mode")

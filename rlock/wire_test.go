@@ -334,3 +334,26 @@ func TestWireHolderKilled(t *testing.T) {
 	_, err = ps.ReceiveTimeout(ctx, 10*time.Millisecond)
 	require.Error(t, err, "nobody published an unlock")
 }
+
+// Redisson's read-write lock format is not covered: on a wire-mode client
+// every call of an RWLock is refused with ErrWireUnsupported, and writes
+// nothing, rather than take a lock in baton's format that a Java
+// RReadWriteLock of the same name would not exclude.
+func TestWireRefusesRWLock(t *testing.T) {
+	ctx, srv := serve(t)
+	adm := admin(t, srv)
+	rw := newWireClient(t, srv, "go-1").RWLock("orders")
+	_, err := rw.Lock(ctx)
+	require.ErrorIs(t, err, ErrWireUnsupported)
+	_, err = rw.RLock(ctx)
+	require.ErrorIs(t, err, ErrWireUnsupported)
+	_, err = rw.TryLock(ctx)
+	require.ErrorIs(t, err, ErrWireUnsupported)
+	_, err = rw.TryRLock(ctx)
+	require.ErrorIs(t, err, ErrWireUnsupported)
+	_, err = rw.ForceUnlock(ctx)
+	require.ErrorIs(t, err, ErrWireUnsupported)
+	_, err = rw.Inspect(ctx)
+	require.ErrorIs(t, err, ErrWireUnsupported)
+	require.Zero(t, adm.DBSize(ctx).Val(), "nothing written")
+}
