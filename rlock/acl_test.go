@@ -205,8 +205,9 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 		waitErr = err
 	})
 	defer func() { wg.Wait(); err = errors.Join(err, waitErr) }()
-	// A waiter that gives up leaves the queue.
-	if _, err := b.Lock(ctx, name, WaitAtMost(100*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
+	// A waiter that gives up leaves the queue (LREM). It waits long enough
+	// to have queued first, even where subscribing is slow under load.
+	if _, err := b.Lock(ctx, name, WaitAtMost(400*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
 		return errors.Join(err, errors.New("a waiter did not give up"))
 	}
 	// Past the hub's 1s health-check interval, and two renewals.
