@@ -114,10 +114,11 @@ func (h *Hub) dispatch(c *conn, msg any) []*entry {
 	switch m := msg.(type) {
 	case *redis.Message:
 		h.mu.Lock()
-		unclaimed := []string{m.Payload}
+		var mailbox map[string]*Subscription // none: every address is unclaimed
 		if e := h.served(c, m.Channel); e != nil {
-			unclaimed = e.route(m.Payload)
+			mailbox = e.mailbox
 		}
+		unclaimed := route(mailbox, m.Payload)
 		h.mu.Unlock()
 		for _, msg := range unclaimed {
 			h.unclaimed(m.Channel, msg)

@@ -130,14 +130,14 @@ type entry struct {
 	mailbox map[string]*Subscription // by ID; subscriptions without an ID have none
 }
 
-// route hands a message to each mailbox it is addressed to. It returns
-// what no mailbox claims, as messages for Unclaimed: the message as it came
-// when its one address is unclaimed, "<id> <payload>" for each unclaimed ID
-// of an address that lists several.
-func (e *entry) route(msg string) (unclaimed []string) {
+// route hands a message to each of mailbox's subscriptions it is addressed
+// to. It returns what none claims, as messages for Unclaimed: the message
+// as it came when its one address is unclaimed, "<id> <payload>" for each
+// unclaimed ID of an address that lists several. The hub's mu is held.
+func route(mailbox map[string]*Subscription, msg string) (unclaimed []string) {
 	ids, payload := address(msg)
 	for _, id := range ids {
-		if s := e.mailbox[id]; s != nil {
+		if s := mailbox[id]; s != nil {
 			s.deliver(Delivery{Payload: payload})
 		} else if len(ids) == 1 {
 			unclaimed = append(unclaimed, msg)
