@@ -161,7 +161,8 @@ func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string) err
 // aclWorkload makes every kind of call a baton client makes: acquire (EVALSHA),
 // re-entry, a contended wait over pub/sub idle long enough for the hub's
 // health-check PING, watchdog renewals, Inspect, a partial and a full
-// release, the waiter's unsubscribe, and ForceUnlock. It returns the first
+// release, the waiter's unsubscribe, and ForceUnlock; and on an RW lock a
+// renewed read, a write granted by its release, Inspect and ForceUnlock. It returns the first
 // error; denied calls that only show in ACL LOG are the caller's to check.
 func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name string) (err error) {
 	// The full workload takes about 1.5s; a denied subscribe waits this out.
@@ -192,23 +193,31 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	if err != nil {
 		return err
 	}
-	var waitErr error
+	var waitErr [2]error
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		l, err := b.Lock(ctx, name)
 		if err == nil {
 			err = l.Unlock(ctx)
 		}
-		waitErr = err
+		waitErr[0] = err
 	})
-	defer func() { wg.Wait(); err = errors.Join(err, waitErr) }()
+	defer func() { wg.Wait(); err = errors.Join(err, waitErr[0], waitErr[1]) }()
 	// A waiter that gives up leaves the queue.
 	if _, err := b.Lock(ctx, name, WaitAtMost(100*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
 		return errors.Join(err, errors.New("a waiter did not give up"))
 	}
-	// Past the hub's 1s health-check interval, and two renewals.
+	read, err := rwWorkload(ctx, a, b, name+"/rw", &wg, &waitErr[1])
+	if err != nil {
+		return err
+	}
+	// Past the hub's 1s health-check interval, and two renewals (of the
+	// read too).
 	time.Sleep(1300 * time.Millisecond)
 	if _, err := a.Inspect(ctx, name); err != nil {
+		return err
+	}
+	if err := rwRelease(ctx, a, b, name+"/rw", read); err != nil {
 		return err
 	}
 	if err := inner.Unlock(ctx); err != nil {
@@ -223,6 +232,43 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	}
 	if ok, err := b.ForceUnlock(ctx, held.Name()); err != nil || !ok {
 		return errors.Join(err, errors.New("ForceUnlock found nothing"))
+	}
+	return nil
+}
+
+// rwWorkload starts the RW lock's part of aclWorkload: a's read, which
+// a's watchdog renews while it is held, and b's write, which waits for it
+// on wg (its error in waitErr) and is granted by the read's release.
+func rwWorkload(ctx context.Context, a, b *Client, name string, wg *sync.WaitGroup, waitErr *error) (*Lock, error) {
+	read, err := a.RWLock(name).RLock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wg.Go(func() {
+		w, err := b.RWLock(name).Lock(ctx)
+		if err == nil {
+			err = w.Unlock(ctx)
+		}
+		*waitErr = err
+	})
+	return read, nil
+}
+
+// rwRelease ends rwWorkload's part: Inspect, the read's Unlock (which
+// grants the queued write), and a ForceUnlock of a read held again.
+func rwRelease(ctx context.Context, a, b *Client, name string, read *Lock) error {
+	rw := a.RWLock(name)
+	if _, err := rw.Inspect(ctx); err != nil {
+		return err
+	}
+	if err := read.Unlock(ctx); err != nil {
+		return err
+	}
+	if _, err := rw.RLock(ctx); err != nil {
+		return err
+	}
+	if n, err := b.RWLock(name).ForceUnlock(ctx); err != nil || n == 0 {
+		return errors.Join(err, errors.New("RW ForceUnlock found nothing"))
 	}
 	return nil
 }
