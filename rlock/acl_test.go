@@ -237,10 +237,13 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 }
 
 // rwWorkload starts the RW lock's part of aclWorkload: a's read, which
-// a's watchdog renews while it is held, and b's write, which waits for it
-// on wg (its error in waitErr) and is granted by the read's release.
+// a's watchdog renews while it is held; b's write, which waits for it on
+// wg (its error in waitErr) and is granted by the read's release; and a
+// read of b's queued behind the write, which gives up and leaves the
+// queue. The queue is watched with Inspect, so the leave runs for sure.
 func rwWorkload(ctx context.Context, a, b *Client, name string, wg *sync.WaitGroup, waitErr *error) (*Lock, error) {
-	read, err := a.RWLock(name).RLock(ctx)
+	rw := a.RWLock(name)
+	read, err := rw.RLock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +254,36 @@ func rwWorkload(ctx context.Context, a, b *Client, name string, wg *sync.WaitGro
 		}
 		*waitErr = err
 	})
-	return read, nil
+	if err := awaitRWQueued(ctx, rw, 1); err != nil {
+		return read, err
+	}
+	rctx, giveUp := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := b.RWLock(name).RLock(rctx)
+		gaveUp <- err
+	}()
+	err = awaitRWQueued(ctx, rw, 2)
+	giveUp()
+	if rerr := <-gaveUp; !errors.Is(rerr, ErrNotObtained) {
+		err = errors.Join(err, rerr, errors.New("a read behind a queued write did not wait"))
+	}
+	return read, err
+}
+
+// awaitRWQueued waits until rw's queue holds n waiters, or ctx ends.
+func awaitRWQueued(ctx context.Context, rw *RWLock, n int64) error {
+	for {
+		st, err := rw.Inspect(ctx)
+		if err != nil || st.Queued >= n {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // rwRelease ends rwWorkload's part: Inspect, the read's Unlock (which
