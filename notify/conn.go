@@ -114,10 +114,7 @@ func (h *Hub) dispatch(c *conn, msg any) []*entry {
 	switch m := msg.(type) {
 	case *redis.Message:
 		h.mu.Lock()
-		unclaimed := []string{m.Payload}
-		if e := h.served(c, m.Channel); e != nil {
-			unclaimed = e.route(m.Payload)
-		}
+		unclaimed := route(h.served(c, m.Channel), m.Payload)
 		h.mu.Unlock()
 		for _, msg := range unclaimed {
 			h.unclaimed(m.Channel, msg)

@@ -132,16 +132,23 @@ type entry struct {
 	every   map[*Subscription]bool   // SubscribeEvery's subscriptions; nil until one comes
 }
 
-// route hands a message to every SubscribeEvery subscription, and to each
-// mailbox it is addressed to. It returns what nobody claims, as messages
-// for Unclaimed: the message as it came when its one address is unclaimed,
-// "<id> <payload>" for each unclaimed ID of an address that lists several.
-// A message a SubscribeEvery subscription took is claimed.
-func (e *entry) route(msg string) (unclaimed []string) {
-	everyTook := e.deliverEvery(msg)
+// route hands a message to every SubscribeEvery subscription of e, and to
+// each mailbox of e it is addressed to; e is nil when the hub no longer
+// serves the channel on the connection the message came on, and then no
+// one claims it. It returns what nobody claims, as messages for Unclaimed:
+// the message as it came when its one address is unclaimed, "<id>
+// <payload>" for each unclaimed ID of an address that lists several. A
+// message a SubscribeEvery subscription took is claimed. The hub's mu is
+// held.
+func route(e *entry, msg string) (unclaimed []string) {
+	var mailbox map[string]*Subscription
+	everyTook := false
+	if e != nil {
+		mailbox, everyTook = e.mailbox, e.deliverEvery(msg)
+	}
 	ids, payload := address(msg)
 	for _, id := range ids {
-		switch s := e.mailbox[id]; {
+		switch s := mailbox[id]; {
 		case s != nil:
 			s.deliver(Delivery{Payload: payload})
 		case everyTook:

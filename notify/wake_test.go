@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -153,4 +154,17 @@ func TestSubscribeRefusesUnaddressableIDs(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidID, "%q", id)
 	}
 	require.Zero(t, f.hub.Channels(), "nothing subscribed")
+}
+
+// A message that arrives for a channel the hub no longer serves on that
+// connection (its entry went just before the UNSUBSCRIBE reached Redis) is
+// handed back one address at a time, as route hands back an unclaimed
+// address of several: its owner reads each as addressed to one waiter.
+func TestUnservedMessageToSeveralIsHandedBackPerAddress(t *testing.T) {
+	var back []string
+	h := newHub(backend{}, Options{Unclaimed: func(channel, msg string) { back = append(back, channel+": "+msg) }})
+	defer h.cancel()
+	h.dispatch(nil, &redis.Message{Channel: "gone", Payload: "a,b {}"})
+	h.dispatch(nil, &redis.Message{Channel: "gone", Payload: "c {}"})
+	require.Equal(t, []string{"gone: a {}", "gone: b {}", "gone: c {}"}, back)
 }

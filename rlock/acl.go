@@ -10,7 +10,9 @@ package rlock
 // script cache (a restart, SCRIPT FLUSH). Redis checks the commands a script
 // runs against the caller's ACL too, hence the hash, string and expiry
 // commands, the list commands of the waiters' queue, and PUBLISH (SPUBLISH)
-// for the grant message. GETEX is the write that changes nothing a grant
+// for the grant message. The last line is the RW lock's: its holds' lease
+// deadlines are a sorted set (the ZSCORE is its renewal's), its grants read
+// and trim runs of the queue, and its Inspect counts the queue (LLEN). GETEX is the write that changes nothing a grant
 // runs before it publishes, so that a node refusing writes (a replica)
 // fails the script before any waiter hears of the grant. SUBSCRIBE is for
 // waiters: a client subscribes its grant channel once and keeps it; with
@@ -24,7 +26,8 @@ const (
 	// ACLRules is what a client on a single Redis node needs.
 	ACLRules = "+evalsha +eval +subscribe +ping " +
 		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
-		"+rpush +lpop +lindex +lpos +lrem +publish ~baton:* &baton:*"
+		"+rpush +lpop +lindex +lpos +lrem +publish " +
+		"+hmget +hdel +lrange +ltrim +llen +pexpireat +zadd +zrem +zscore +zcard +zrange +zrangebyscore ~baton:* &baton:*"
 
 	// ACLClusterRules is what a client on a *redis.ClusterClient needs with
 	// sharded pub/sub (the default). go-redis learns the topology with
@@ -35,5 +38,6 @@ const (
 	// +cluster|slots +command +asking.
 	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command +asking " +
 		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
-		"+rpush +lpop +lindex +lpos +lrem +spublish ~baton:* &baton:*"
+		"+rpush +lpop +lindex +lpos +lrem +spublish " +
+		"+hmget +hdel +lrange +ltrim +llen +pexpireat +zadd +zrem +zscore +zcard +zrange +zrangebyscore ~baton:* &baton:*"
 )

@@ -163,7 +163,8 @@ func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string, opt
 // aclWorkload makes every kind of call a baton client makes: acquire (EVALSHA),
 // re-entry, a contended wait over pub/sub idle long enough for the hub's
 // health-check PING, watchdog renewals, Inspect, a partial and a full
-// release, the waiter's unsubscribe, and ForceUnlock. It returns the first
+// release, the waiter's unsubscribe, and ForceUnlock; and on an RW lock a
+// renewed read, a write granted by its release, Inspect and ForceUnlock. It returns the first
 // error; denied calls that only show in ACL LOG are the caller's to check.
 // Both clients are made with opts.
 func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name string, opts ...Option) (err error) {
@@ -195,25 +196,38 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	if err != nil {
 		return err
 	}
-	var waitErr error
+	var waitErr [2]error
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		l, err := b.Lock(ctx, name)
 		if err == nil {
 			err = l.Unlock(ctx)
 		}
-		waitErr = err
+		waitErr[0] = err
 	})
-	defer func() { wg.Wait(); err = errors.Join(err, waitErr) }()
+	defer func() { wg.Wait(); err = errors.Join(err, waitErr[0], waitErr[1]) }()
 	// A waiter that gives up leaves the queue (LREM). It waits long enough
 	// to have queued first, even where subscribing is slow under load.
 	if _, err := b.Lock(ctx, name, WaitAtMost(400*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
 		return errors.Join(err, errors.New("a waiter did not give up"))
 	}
-	// Past the hub's 1s health-check interval, and two renewals.
+	// Wire mode has no RW lock (ErrWireUnsupported): its rules need none.
+	var read *Lock
+	if a.wire == nil {
+		if read, err = rwWorkload(ctx, a, b, name+"/rw", &wg, &waitErr[1]); err != nil {
+			return err
+		}
+	}
+	// Past the hub's 1s health-check interval, and two renewals (of the
+	// read too).
 	time.Sleep(1300 * time.Millisecond)
 	if _, err := a.Inspect(ctx, name); err != nil {
 		return err
+	}
+	if read != nil {
+		if err := rwRelease(ctx, a, b, name+"/rw", read); err != nil {
+			return err
+		}
 	}
 	if err := inner.Unlock(ctx); err != nil {
 		return err
@@ -227,6 +241,75 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	}
 	if ok, err := b.ForceUnlock(ctx, held.Name()); err != nil || !ok {
 		return errors.Join(err, errors.New("ForceUnlock found nothing"))
+	}
+	return nil
+}
+
+// rwWorkload starts the RW lock's part of aclWorkload: a's read, which
+// a's watchdog renews while it is held; b's write, which waits for it on
+// wg (its error in waitErr) and is granted by the read's release; and a
+// read of b's queued behind the write, which gives up and leaves the
+// queue. The queue is watched with Inspect, so the leave runs for sure.
+func rwWorkload(ctx context.Context, a, b *Client, name string, wg *sync.WaitGroup, waitErr *error) (*Lock, error) {
+	rw := a.RWLock(name)
+	read, err := rw.RLock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wg.Go(func() {
+		w, err := b.RWLock(name).Lock(ctx)
+		if err == nil {
+			err = w.Unlock(ctx)
+		}
+		*waitErr = err
+	})
+	if err := awaitRWQueued(ctx, rw, 1); err != nil {
+		return read, err
+	}
+	rctx, giveUp := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := b.RWLock(name).RLock(rctx)
+		gaveUp <- err
+	}()
+	err = awaitRWQueued(ctx, rw, 2)
+	giveUp()
+	if rerr := <-gaveUp; !errors.Is(rerr, ErrNotObtained) {
+		err = errors.Join(err, rerr, errors.New("a read behind a queued write did not wait"))
+	}
+	return read, err
+}
+
+// awaitRWQueued waits until rw's queue holds n waiters, or ctx ends.
+func awaitRWQueued(ctx context.Context, rw *RWLock, n int64) error {
+	for {
+		st, err := rw.Inspect(ctx)
+		if err != nil || st.Queued >= n {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// rwRelease ends rwWorkload's part: Inspect, the read's Unlock (which
+// grants the queued write), and a ForceUnlock of a read held again.
+func rwRelease(ctx context.Context, a, b *Client, name string, read *Lock) error {
+	rw := a.RWLock(name)
+	if _, err := rw.Inspect(ctx); err != nil {
+		return err
+	}
+	if err := read.Unlock(ctx); err != nil {
+		return err
+	}
+	if _, err := rw.RLock(ctx); err != nil {
+		return err
+	}
+	if n, err := b.RWLock(name).ForceUnlock(ctx); err != nil || n == 0 {
+		return errors.Join(err, errors.New("RW ForceUnlock found nothing"))
 	}
 	return nil
 }

@@ -78,7 +78,9 @@
 // that failed so is undone by replaying its request ID, which tells, then
 // releasing what it held; an Unlock that failed so is retried by its
 // caller under the first one's request ID, which replays it. Clean-ups run
-// in the background, bounded in time, and Close waits for them.
+// in the background, bounded in time, and Close waits for them; a
+// clean-up's release whose reply is lost is resent under its request ID,
+// since no caller is there to retry it.
 //
 // # Glossary
 //

@@ -41,7 +41,7 @@ func (a *attempt) undo(requestID string) {
 	}
 	res, err := a.acquireAs(ctx, requestID, token, reentrant.Waiter{})
 	if err == nil && res.Acquired {
-		_, _ = a.res.release(ctx, a.owner, res.Token, newRequestID())
+		releaseRetrying(ctx, a.res, a.owner, res.Token)
 	}
 }
 
@@ -49,7 +49,27 @@ func (a *attempt) undo(requestID string) {
 func (a *attempt) release(owner string, token uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
-	_, _ = a.res.release(ctx, owner, token, newRequestID())
+	releaseRetrying(ctx, a.res, owner, token)
+}
+
+// releaseRetrying gives back one count of owner's hold of token on res,
+// resending the release under one request ID (which replays it) while its
+// reply is lost, until ctx ends. A clean-up has no caller to retry it:
+// a release lost once would leave the hold in Redis, with no hold in any
+// table, until its lease ran out, and every waiter behind it waiting.
+func releaseRetrying(ctx context.Context, res resource, owner string, token uint64) {
+	id := newRequestID()
+	for {
+		_, err := res.release(ctx, owner, token, id)
+		if err == nil || isServerReply(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // leave takes w out of the queue, bounded in time; if it was granted the

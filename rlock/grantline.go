@@ -74,6 +74,6 @@ func (c *Client) unclaimedGrant(_, msg string) {
 	c.background.run(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 		defer cancel()
-		_, _ = res.release(ctx, g.Owner, g.Token, newRequestID())
+		releaseRetrying(ctx, res, g.Owner, g.Token)
 	})
 }

@@ -64,13 +64,12 @@ func (k *rwChecker) gives(owner string, write bool) {
 func TestRWExclusionUnderAttack(t *testing.T) {
 	ctx, srv := serve(t)
 	rdb := admin(t, srv)
-	// A short watchdog lease: a hold a killed reply left behind frees
-	// within it (see the report on this test's run time).
-	lease := WithWatchdogLease(3 * time.Second)
-	noRetries, err := New(srv.Client(func(o *redis.Options) { o.MaxRetries = -1 }), lease)
+	// The default watchdog lease (30s): a hold left behind in Redis with
+	// no hold in a client's table would outlast the checks below.
+	noRetries, err := New(srv.Client(func(o *redis.Options) { o.MaxRetries = -1 }))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = noRetries.Close() })
-	clients := []*Client{newClient(t, srv, lease), noRetries}
+	clients := []*Client{newClient(t, srv), noRetries}
 	attackCtx, endAttacks := context.WithCancel(ctx)
 	var attacker sync.WaitGroup
 	attacker.Go(func() { killConnections(attackCtx, rdb) })
@@ -97,6 +96,11 @@ func TestRWExclusionUnderAttack(t *testing.T) {
 	requireOnlyFence(t, rdb, "rwchurn")
 }
 
+// stuckWait is longer than any wait of rwChurn's should take, and a third
+// of the default watchdog lease: a wait that lasts it waited for a hold
+// left in Redis with no hold in either client's table.
+const stuckWait = 10 * time.Second
+
 // rwChurn is one owner's turn on rw: a read or a write, which may be
 // cancelled at any moment, then re-entries or a downgrade, and the
 // Unlocks.
@@ -111,7 +115,11 @@ func rwChurn(ctx context.Context, t *testing.T, rw *RWLock, rng *rand.Rand, k *r
 	if write {
 		take = rw.Lock
 	}
+	began := time.Now()
 	l, err := take(lctx)
+	if waited := time.Since(began); waited > stuckWait {
+		t.Errorf("a wait took %v: a hold nobody had was left in Redis until its lease ran out", waited)
+	}
 	if err != nil {
 		return // cancelled, or its connection was killed: it must leave nothing held
 	}

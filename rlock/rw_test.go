@@ -185,3 +185,36 @@ func TestRWWatchdogRenewsReads(t *testing.T) {
 	require.NoError(t, r2.Unlock(ctx))
 	requireOnlyFence(t, admin(t, srv), "renewed")
 }
+
+// A downgrade's read taken through the write's Context has a Context
+// derived from it, which ends at the write's Unlock while the read hold
+// stays, renewed by the watchdog and released by its own Unlock; one taken
+// with WithOwner(ctx, w.Owner()) is granted at once all the same, and its
+// Context outlives the write.
+func TestRWDowngradeContexts(t *testing.T) {
+	ctx, srv := serve(t)
+	c := newClient(t, srv, WithWatchdogLease(300*time.Millisecond))
+	rw := c.RWLock("down")
+
+	w, err := rw.Lock(ctx)
+	require.NoError(t, err)
+	down, err := rw.RLock(w.Context())
+	require.NoError(t, err)
+	require.NoError(t, w.Unlock(ctx))
+	require.ErrorIs(t, down.Context().Err(), context.Canceled, "derived from the write's Context")
+	time.Sleep(time.Second) // three leases: the read hold is renewed all the same
+	st, err := rw.Inspect(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{down.Owner(): 1}, st.Readers)
+	require.NoError(t, down.Unlock(ctx))
+
+	w, err = rw.Lock(ctx)
+	require.NoError(t, err)
+	kept, err := rw.RLock(WithOwner(ctx, w.Owner()), WaitAtMost(time.Nanosecond))
+	require.NoError(t, err, "a read by the writer's owner is granted at once")
+	require.Equal(t, w.Token(), kept.Token())
+	require.NoError(t, w.Unlock(ctx))
+	require.NoError(t, kept.Context().Err(), "its Context is the caller's, not the write's")
+	require.NoError(t, kept.Unlock(ctx))
+	requireOnlyFence(t, admin(t, srv), "down")
+}
