@@ -100,10 +100,19 @@ type ABReport struct {
 	Rounds [][]PairRun `json:"rounds"`
 }
 
+// CheckAB says why algos cannot make an A/B, which compares baton with
+// the others, so that a command can refuse them before it starts anything.
+func CheckAB(algos []Algorithm) error {
+	if !slices.ContainsFunc(algos, func(a Algorithm) bool { return a.Name == BatonName }) {
+		return errors.New("bench: an A/B compares baton: name it among the algorithms")
+	}
+	return nil
+}
+
 // Run runs every library once per round, each in a fresh process.
 func (ab AB) Run(ctx context.Context) (ABReport, error) {
-	if !slices.ContainsFunc(ab.Algorithms, func(a Algorithm) bool { return a.Name == BatonName }) {
-		return ABReport{}, errors.New("bench: an A/B compares baton: name it among the algorithms")
+	if err := CheckAB(ab.Algorithms); err != nil {
+		return ABReport{}, err
 	}
 	rounds := max(ab.Rounds, 1)
 	admin := ab.Target.NewClient()

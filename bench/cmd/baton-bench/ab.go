@@ -63,6 +63,9 @@ func runAB(ctx context.Context, o options, set map[string]bool, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	if err := bench.CheckAB(algos); err != nil {
+		return err // before a server is started for nothing
+	}
 	name, url, stopServer, err := abServer(o)
 	if err != nil {
 		return err
