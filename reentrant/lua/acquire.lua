@@ -104,13 +104,5 @@ if pttl == -2 then
   -- waits as when the lock is held, and repeats the call at once.
   reply = id and {0, redis.call('pttl', hash)} or {2}
 end
-if waiter ~= '' then
-  if not redis.call('lpos', queue, record) then
-    redis.call('rpush', queue, record)
-  end
-  -- Every look of a queued waiter says its client is alive.
-  if aliveKey ~= '' then
-    redis.call('set', aliveKey, 1, 'px', aliveMs)
-  end
-end
+enqueue(queue, waiter, record, aliveKey, aliveMs)
 return reply

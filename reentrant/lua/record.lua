@@ -35,3 +35,20 @@ local function parseSharedWaiter(rec)
   w.m, w.n = mode, tonumber(weight)
   return w
 end
+
+-- enqueue makes the calling waiter's record part of the queue, once however
+-- often its call is repeated (a look, a resend), and, where liveness is
+-- judged by key, keeps its client's liveness key: every look of a queued
+-- waiter says its client is alive. A call that does not wait (waiter '')
+-- changes nothing.
+local function enqueue(queue, waiter, record, aliveKey, aliveMs)
+  if waiter == '' then
+    return
+  end
+  if not redis.call('lpos', queue, record) then
+    redis.call('rpush', queue, record)
+  end
+  if aliveKey ~= '' then
+    redis.call('set', aliveKey, 1, 'px', aliveMs)
+  end
+end

@@ -127,15 +127,7 @@ finish(r, plan, now)
 if mine then
   return {1, mine.c, tonumber(mine.t)}
 end
-if waiter ~= '' then
-  if not redis.call('lpos', queue, record) then
-    redis.call('rpush', queue, record)
-  end
-  -- Every look of a queued waiter says its client is alive.
-  if aliveKey ~= '' then
-    redis.call('set', aliveKey, 1, 'px', aliveMs)
-  end
-end
+enqueue(queue, waiter, record, aliveKey, aliveMs)
 if plan.left then
   return {2}
 end
