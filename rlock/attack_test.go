@@ -11,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // Holds churn under every attack at once: owners on two clients contend
@@ -24,15 +26,7 @@ import (
 func TestHoldChurnUnderAttack(t *testing.T) {
 	ctx, srv := serve(t)
 	rdb := admin(t, srv)
-	// One client's go-redis retries a command on a killed connection;
-	// the other's does not, so its Locks and Unlocks see the failures.
-	noRetries, err := New(srv.Client(func(o *redis.Options) { o.MaxRetries = -1 }))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = noRetries.Close() })
-	clients := []*Client{newClient(t, srv), noRetries}
-	attackCtx, endAttacks := context.WithCancel(ctx)
-	var attacker sync.WaitGroup
-	attacker.Go(func() { killConnections(attackCtx, rdb) })
+	clients, endAttacks := underAttack(ctx, t, srv, rdb)
 	var inside, most atomic.Int32
 	until := time.Now().Add(2 * time.Second)
 	var workers sync.WaitGroup
@@ -47,7 +41,6 @@ func TestHoldChurnUnderAttack(t *testing.T) {
 	}
 	workers.Wait()
 	endAttacks()
-	attacker.Wait()
 	require.EqualValues(t, 1, most.Load(), "two owners held the lock at once")
 	require.Eventually(t, func() bool {
 		return len(clients[0].table.holdsOf(everyHold))+len(clients[1].table.holdsOf(everyHold)) == 0 &&
@@ -134,6 +127,25 @@ func unlockFully(ctx context.Context, t *testing.T, l *Lock, cancelledCtx bool) 
 	case <-l.Context().Done():
 	default:
 		t.Error("a handle's Context outlived its Unlock")
+	}
+}
+
+// underAttack returns two clients of srv whose connections, command and
+// pub/sub ones, killConnections kills over and over until endAttacks,
+// which returns once the attacker has stopped. One client's go-redis
+// retries a command on a killed connection; the other's does not, so its
+// calls see the failures.
+func underAttack(ctx context.Context, t *testing.T, srv *redistest.Server, rdb *redis.Client, opts ...Option) (clients []*Client, endAttacks func()) {
+	t.Helper()
+	noRetries, err := New(srv.Client(func(o *redis.Options) { o.MaxRetries = -1 }), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = noRetries.Close() })
+	attackCtx, cancel := context.WithCancel(ctx)
+	var attacker sync.WaitGroup
+	attacker.Go(func() { killConnections(attackCtx, rdb) })
+	return []*Client{newClient(t, srv, opts...), noRetries}, func() {
+		cancel()
+		attacker.Wait()
 	}
 }
 
