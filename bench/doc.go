@@ -37,6 +37,27 @@
 //     min(BackoffCap, BackoffBase·2^attempt) (capped exponential backoff
 //     with full jitter, base 1 ms, cap 50 ms).
 //
+// The read-write and semaphore scenarios (RWScenarios, SemaphoreScenarios)
+// have contestants of their own (RWAlgorithms, SemaphoreAlgorithms), and a
+// Suite runs each scenario only with the algorithms of its Kind:
+//   - baton-rw: rlock's RWLock, RLock for reads, Lock for writes.
+//   - redisson-rw: a reader-preferring RW lock in Redisson's RReadWriteLock
+//     format (a hash with field mode, read or write, and a re-entry count
+//     per holder; a timeout key per read hold), written for the bench from
+//     that format (lua/redisson_rw_*.lua): a read is granted whenever the
+//     mode is read, writers waiting or not. Waiters try again on the unlock
+//     message or when the lock's TTL runs out.
+//   - baton-plain: baton's plain lock, taken for reads and writes alike.
+//   - redisson-semaphore: a counter semaphore in Redisson's RSemaphore
+//     format (a string of the permits available, taken by a DECRBY when
+//     enough are left, given back by INCRBY and a message), written for the
+//     bench (lua/redisson_semaphore_*.lua). Waiters try again on every
+//     message.
+//
+// The Redisson-style waiters stay subscribed once they have waited (Redisson
+// subscribes and unsubscribes around each wait), and nothing renews their
+// holds, whose 30 s lease outlives every run: both in the baselines' favour.
+//
 // # Measurements
 //
 // A Suite runs every Algorithm on every Scenario, in rounds: each round runs
@@ -61,7 +82,18 @@
 //     miniredis, which runs inside the process);
 //   - fairness, the ratio of the least to the most acquisitions of a worker;
 //   - mutual-exclusion violations: a worker acquiring a name another worker
-//     has not yet started to release. There must be none.
+//     has not yet started to release. There must be none. In the RW and
+//     semaphore scenarios, a read weighs 1 and a write all the workers, a
+//     request its permits: a violation is an acquisition that takes the
+//     weight held above the name's capacity (a write with anyone; more
+//     permits than the semaphore has);
+//   - in the RW scenarios, reads per second, and the wait p99 of reads and
+//     of writes apart, and the longest wait of a write;
+//   - in the semaphore scenario, on a target with a URL, the permits leaked
+//     by a holder SIGKILLed while holding 2: a process of the program
+//     itself (ServeHolder) takes them with a 2 s lease where permits have
+//     one and is killed; once the lease has passed, the permits another
+//     process cannot get are counted.
 //
 // Runs never share keys: each has its own key prefix. Targets judges baton
 // on figures of the same run: against the FIFO limit 1/(hold + PING p50),

@@ -45,12 +45,52 @@ type Env struct {
 	// a client library of its own), so that the commands it writes are
 	// counted like those of Client.
 	Count func(net.Conn) net.Conn
+	// Permits is the size of a semaphore scenario's semaphores; 0 elsewhere.
+	Permits int64
+	// Lease, when set, is the lease a holder keeps renewing, for a
+	// PermitLocker whose permits have one: the leak measure's holder uses
+	// a short one, so that a killed holder's permits return soon.
+	Lease time.Duration
 }
 
-// Algorithm names a Locker constructor for the tables.
+// RWLocker is one process's way of taking named read-write locks: Lock
+// takes the write hold, RLock a read hold.
+type RWLocker interface {
+	Locker
+	// RLock blocks until a read hold of name is held or ctx ends.
+	RLock(ctx context.Context, name string) (Held, error)
+}
+
+// PermitLocker is one process's way of taking permits of named semaphores
+// of Env.Permits permits.
+type PermitLocker interface {
+	// Acquire blocks until n permits of name are held or ctx ends; Unlock
+	// of the Held returns them all.
+	Acquire(ctx context.Context, name string, n int64) (Held, error)
+	// Close releases what the PermitLocker owns besides the worker's client.
+	Close() error
+}
+
+// Algorithm names the constructors of one contestant for the tables: New
+// for lock scenarios, NewRW for RW scenarios, NewSemaphore for semaphore
+// scenarios. A Suite runs it on the scenarios of the kinds it has a
+// constructor for.
 type Algorithm struct {
-	Name string
-	New  func(Env) (Locker, error)
+	Name         string
+	New          func(Env) (Locker, error)
+	NewRW        func(Env) (RWLocker, error)
+	NewSemaphore func(Env) (PermitLocker, error)
+}
+
+// serves reports whether a has a constructor for scenarios of kind k.
+func (a Algorithm) serves(k Kind) bool {
+	switch k {
+	case KindRW:
+		return a.NewRW != nil
+	case KindSemaphore:
+		return a.NewSemaphore != nil
+	}
+	return a.New != nil
 }
 
 // Algorithms returns baton, the peer libraries and the polling recipes, in
@@ -87,11 +127,7 @@ func newBaton(opts ...rlock.Option) func(Env) (Locker, error) {
 }
 
 func (b batonLocker) Lock(ctx context.Context, name string) (Held, error) {
-	l, err := b.c.Lock(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	return held(b.c.Lock(ctx, name))
 }
 
 func (b batonLocker) Close() error { return b.c.Close() }

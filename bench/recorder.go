@@ -6,35 +6,38 @@ import (
 	"time"
 )
 
-// recorder is what the workers of one run share about each lock name: how
-// many of them believe they hold it (more than one is a mutual-exclusion
-// violation), and who released it last and when (to time hand-offs).
+// recorder is what the workers of one run share about each name: the
+// weight its holders believe they hold (above the capacity is a violation:
+// for a lock, two holders; for an RW lock, a writer with anyone; for a
+// semaphore, more permits than it has), and who released it last and when
+// (to time hand-offs).
 type recorder struct {
 	names      []nameState
+	capacity   int64
 	violations atomic.Int64
 }
 
 type nameState struct {
-	occupancy atomic.Int32
+	occupancy atomic.Int64
 
 	mu          sync.Mutex
 	lastWorker  int
 	lastRelease time.Time // zero until the first release
 }
 
-func newRecorder(names int) *recorder {
-	return &recorder{names: make([]nameState, names)}
+func newRecorder(names int, capacity int64) *recorder {
+	return &recorder{names: make([]nameState, names), capacity: capacity}
 }
 
-// acquired notes that worker, which called Lock at called, holds name since
-// at. It is a hand-off when another worker released name last and this one
+// acquired notes that worker, which called Lock at called, holds weight of
+// name since at. It is a hand-off when another worker released name last and this one
 // was already waiting when that release started; the gap runs from the
 // start of the release to at. A worker re-taking its own lock is no
 // hand-off, and neither is taking a lock that sat free before Lock was
 // called: that gap would time the workload, not the lock.
-func (r *recorder) acquired(name, worker int, called, at time.Time) (gap time.Duration, handoff bool) {
+func (r *recorder) acquired(name, worker int, weight int64, called, at time.Time) (gap time.Duration, handoff bool) {
 	s := &r.names[name]
-	if s.occupancy.Add(1) > 1 {
+	if s.occupancy.Add(weight) > r.capacity {
 		r.violations.Add(1)
 	}
 	s.mu.Lock()
@@ -46,12 +49,12 @@ func (r *recorder) acquired(name, worker int, called, at time.Time) (gap time.Du
 	return at.Sub(s.lastRelease), true
 }
 
-// releasing notes that worker starts releasing name at at. It must run
+// releasing notes that worker starts releasing its weight of name at at. It must run
 // before the release is sent: once it is, the next holder may already be
 // reading this record.
-func (r *recorder) releasing(name, worker int, at time.Time) {
+func (r *recorder) releasing(name, worker int, weight int64, at time.Time) {
 	s := &r.names[name]
-	s.occupancy.Add(-1)
+	s.occupancy.Add(-weight)
 	s.mu.Lock()
 	s.lastWorker, s.lastRelease = worker, at
 	s.mu.Unlock()

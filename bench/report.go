@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,17 +17,19 @@ type column struct {
 }
 
 // The tables, by topic, each narrow enough for a terminal. Every one starts
-// with the scenario and the algorithm.
+// with the scenario and the algorithm, and has a row for every result its
+// rows accepts (all when nil); a table without rows is left out.
 var tables = []struct {
 	title string
 	cols  []column
+	rows  func(Result) bool
 }{
 	{"speed", []column{
 		{"acq/s", func(r Result) string { return strconv.FormatFloat(r.AcqPerSec, 'f', 0, 64) }},
 		{"spread", spreadCell},
 		{"fairness", func(r Result) string { return fmt.Sprintf("%.3f (%d/%d)", r.Fairness, r.MinPerWorker, r.MaxPerWorker) }},
 		{"violations", func(r Result) string { return strconv.FormatInt(r.Violations, 10) }},
-	}},
+	}, nil},
 	{"latency", []column{
 		{"wait p50", func(r Result) string { return short(r.WaitP50) }},
 		{"wait p99", func(r Result) string { return short(r.WaitP99) }},
@@ -35,13 +38,20 @@ var tables = []struct {
 		{"gap p99", func(r Result) string { return optional(r.GapP99, short) }},
 		{"ping p50", func(r Result) string { return short(r.PingP50) }},
 		{"gap/ping", func(r Result) string { return optional(r.GapPerPing, timesCell) }},
-	}},
+	}, nil},
 	{"cost", []column{
 		{"client cmd/acq", func(r Result) string { return strconv.FormatFloat(r.ClientPerAcq, 'f', 2, 64) }},
 		{"server cmd/acq", func(r Result) string { return optional(r.ServerPerAcq, twoDecimals) }},
 		{"server µs/acq", func(r Result) string { return optional(r.ServerUsecPerAcq, twoDecimals) }},
 		{"CPU µs/acq", func(r Result) string { return optional(r.CPUPerAcq, microseconds) }},
-	}},
+	}, nil},
+	{"read-write locks and semaphores", []column{
+		{"reads/s", func(r Result) string { return optional(r.ReadsPerSec, wholeNumber) }},
+		{"read wait p99", func(r Result) string { return optional(r.ReadWaitP99, short) }},
+		{"write wait p99", func(r Result) string { return optional(r.WriteWaitP99, short) }},
+		{"write wait max", func(r Result) string { return optional(r.WriteWaitMax, short) }},
+		{"permits leaked", func(r Result) string { return optional(r.PermitsLeaked, wholeCount) }},
+	}, func(r Result) bool { return r.ReadsPerSec != nil || r.PermitsLeaked != nil }},
 }
 
 // WriteTable prints the report's results as three aligned tables (speed,
@@ -56,6 +66,10 @@ func WriteTable(w io.Writer, rep Report) error {
 		return err
 	}
 	for _, t := range tables {
+		rows := slices.DeleteFunc(slices.Clone(rep.Results), func(r Result) bool { return t.rows != nil && !t.rows(r) })
+		if len(rows) == 0 {
+			continue
+		}
 		fmt.Fprintf(w, "\n%s\n", t.title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head := []string{"scenario", "algorithm"}
@@ -63,7 +77,7 @@ func WriteTable(w io.Writer, rep Report) error {
 			head = append(head, c.head)
 		}
 		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-		for _, r := range rep.Results {
+		for _, r := range rows {
 			row := []string{r.Scenario, r.Algorithm}
 			for _, c := range t.cols {
 				row = append(row, c.cell(r))
@@ -84,6 +98,8 @@ wait: Lock call to holding, waits cut short by the end of a run included.
 gap: release start to the next acquisition by a worker already waiting; gap/ping: in PING round trips.
 client cmd: written by the lock clients; server cmd and µs: INFO commandstats, script-internal commands included.
 CPU: user+system time of the bench process (lock clients and harness) during the run.
+reads/s, read and write wait: an RW scenario's reads and writes apart. permits leaked: after a holder of 2 is
+SIGKILLed and its lease (2 s, where permits have one) has passed, permits another process cannot get.
 -: not measured (no hand-offs, or a server without commandstats; CPU on the embedded server).
 `
 
@@ -103,6 +119,10 @@ func optional[T any](v *T, format func(T) string) string {
 }
 
 func timesCell(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "×" }
+
+func wholeNumber(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+
+func wholeCount(n int64) string { return strconv.FormatInt(n, 10) }
 
 func twoDecimals(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 

@@ -18,14 +18,16 @@ func widestReport() Report {
 	rep.Meta.Server = "Redis 7.0.15 (throwaway redis-server on 127.0.0.1:65535)"
 	rep.Meta.Commit = "0123456789abcdef0123456789abcdef01234567+dirty"
 	rep.Results = nil
-	for _, sc := range Scenarios(time.Second) {
-		for _, a := range Algorithms() {
+	for _, sc := range AllScenarios(time.Second) {
+		for _, a := range AllAlgorithms() {
 			rep.Results = append(rep.Results, Result{Algorithm: a.Name, Scenario: sc.Name, Rounds: 3, Workers: 1, Hold: 999 * time.Millisecond,
 				AcqPerSec: 123456, AcqPerSecMin: 1000, AcqPerSecMax: 200000,
 				WaitP50: 999 * time.Millisecond, WaitP99: 12345 * time.Millisecond, WaitMax: 99999 * time.Millisecond,
 				GapP50: ptr(999 * time.Millisecond), GapP99: ptr(99999 * time.Millisecond), PingP50: 999 * time.Microsecond, GapPerPing: ptr(12345.67),
 				ClientPerAcq: 12345.67, ServerPerAcq: ptr(12345.67), ServerUsecPerAcq: ptr(123456.78), CPUPerAcq: ptr(99999 * time.Millisecond),
-				MinPerWorker: 123456, MaxPerWorker: 1234567, Fairness: 0.1, Violations: 12345})
+				MinPerWorker: 123456, MaxPerWorker: 1234567, Fairness: 0.1, Violations: 12345,
+				ReadsPerSec: ptr(123456.0), ReadWaitP99: ptr(12345 * time.Millisecond), WriteWaitP99: ptr(12345 * time.Millisecond),
+				WriteWaitMax: ptr(99999 * time.Millisecond), PermitsLeaked: ptr(int64(12345))})
 		}
 	}
 	return rep

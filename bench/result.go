@@ -72,6 +72,21 @@ type Result struct {
 	// Violations counts acquisitions of a name some other worker still held,
 	// over all rounds.
 	Violations int64 `json:"violations"`
+
+	// In an RW scenario: the reads taken per second, the wait p99 of reads
+	// and of writes, and the longest wait of a write (from Lock, cut short
+	// by the end of the run or not); n/a elsewhere.
+	ReadsPerSec  *float64       `json:"reads_per_sec"`
+	ReadWaitP99  *time.Duration `json:"read_wait_p99_ns"`
+	WriteWaitP99 *time.Duration `json:"write_wait_p99_ns"`
+	WriteWaitMax *time.Duration `json:"write_wait_max_ns"`
+
+	// PermitsLeaked is, in a semaphore scenario on a target with a URL,
+	// how many permits were still not to be had once a holder of
+	// leakHeld permits had been SIGKILLed and leakLease had passed (see
+	// measureLeak); n/a elsewhere. It is measured once per run, after the
+	// rounds.
+	PermitsLeaked *int64 `json:"permits_leaked"`
 }
 
 // summarize turns the workers' samples of one round into a Result.
@@ -103,7 +118,30 @@ func summarize(algo string, sc Scenario, elapsed time.Duration, workers []*worke
 		r.GapPerPing = ratio(float64(gap.P50), float64(r.PingP50))
 	}
 	r.MinPerWorker, r.MaxPerWorker, r.Fairness = fairness(perWorker)
+	if sc.Kind == KindRW {
+		summarizeRW(&r, elapsed, workers)
+	}
 	return r
+}
+
+// summarizeRW adds the reads' and the writes' own figures of an RW round.
+func summarizeRW(r *Result, elapsed time.Duration, workers []*worker) {
+	var reads int64
+	var readWaits, writeWaits []time.Duration
+	for _, w := range workers {
+		reads += w.reads
+		readWaits = append(readWaits, w.readWaits...)
+		writeWaits = append(writeWaits, w.writeWaits...)
+	}
+	r.ReadsPerSec = ratio(float64(reads), elapsed.Seconds())
+	if len(readWaits) > 0 {
+		read := distributionOf(readWaits)
+		r.ReadWaitP99 = &read.P99
+	}
+	if len(writeWaits) > 0 {
+		write := distributionOf(writeWaits)
+		r.WriteWaitP99, r.WriteWaitMax = &write.P99, &write.Max
+	}
 }
 
 // combine merges the rounds of one algorithm on one scenario: counts add
@@ -142,6 +180,10 @@ func combine(rounds []Result) Result {
 	r.ServerPerAcq = medianOf(rounds, func(x Result) *float64 { return x.ServerPerAcq })
 	r.ServerUsecPerAcq = medianOf(rounds, func(x Result) *float64 { return x.ServerUsecPerAcq })
 	r.CPUPerAcq = medianOf(rounds, func(x Result) *time.Duration { return x.CPUPerAcq })
+	r.ReadsPerSec = medianOf(rounds, func(x Result) *float64 { return x.ReadsPerSec })
+	r.ReadWaitP99 = medianOf(rounds, func(x Result) *time.Duration { return x.ReadWaitP99 })
+	r.WriteWaitP99 = medianOf(rounds, func(x Result) *time.Duration { return x.WriteWaitP99 })
+	r.WriteWaitMax = medianOf(rounds, func(x Result) *time.Duration { return x.WriteWaitMax })
 	fair := figures(rounds, func(x Result) float64 { return x.Fairness })
 	m := rounds[slices.Index(fair, median(fair))]
 	r.Fairness, r.MinPerWorker, r.MaxPerWorker = m.Fairness, m.MinPerWorker, m.MaxPerWorker

@@ -15,17 +15,22 @@ import (
 // median, rarely enough to add nothing measurable to the load.
 const pingInterval = 10 * time.Millisecond
 
-// worker is one simulated process: its own Redis client and Locker.
+// worker is one simulated process: its own Redis client and Locker (or
+// RWLocker, or PermitLocker).
 type worker struct {
 	id     int
 	rdb    redis.UniversalClient
-	locker Locker
+	locker taker
 	rng    *rand.Rand
 
 	acquisitions int64
 	waits        []time.Duration
-	gaps         []time.Duration
-	pings        pinged // the scenario's HolderPings, else none
+	// In an RW scenario, the reads taken, and the waits of reads and of
+	// writes apart (each also in waits).
+	reads                 int64
+	readWaits, writeWaits []time.Duration
+	gaps                  []time.Duration
+	pings                 pinged // the scenario's HolderPings, else none
 }
 
 // run is the worker's loop until ctx ends. A Lock that ctx cuts short still
@@ -38,10 +43,11 @@ func (w *worker) run(ctx context.Context, sc Scenario, names []string, rec *reco
 		if len(names) > 1 {
 			i = w.rng.IntN(len(names))
 		}
+		req := sc.request(w.rng)
 		start := time.Now()
-		held, err := w.locker.Lock(ctx, names[i])
+		held, err := w.locker.take(ctx, names[i], req)
 		now := time.Now()
-		w.waits = append(w.waits, now.Sub(start))
+		w.noteWait(sc.Kind, req, now.Sub(start))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -49,20 +55,36 @@ func (w *worker) run(ctx context.Context, sc Scenario, names []string, rec *reco
 			return fmt.Errorf("lock %q: %w", names[i], err)
 		}
 		w.acquisitions++
-		if gap, ok := rec.acquired(i, w.id, start, now); ok {
+		if sc.Kind == KindRW && !req.write {
+			w.reads++
+		}
+		if gap, ok := rec.acquired(i, w.id, req.weight, start, now); ok {
 			w.gaps = append(w.gaps, gap)
 		}
 		_ = sleep(ctx, sc.Hold) // the run ending cuts the hold short
 		if sc.HolderPings && ctx.Err() == nil {
 			w.pings.once(ctx, w.rdb)
 		}
-		rec.releasing(i, w.id, time.Now())
+		rec.releasing(i, w.id, req.weight, time.Now())
 		if err := held.Unlock(release); err != nil {
 			return fmt.Errorf("unlock %q: %w", names[i], err)
 		}
 		if sleep(ctx, sc.Think) != nil {
 			return nil
 		}
+	}
+}
+
+// noteWait records the wait of one acquisition, and in an RW scenario
+// also among the reads' or the writes' waits.
+func (w *worker) noteWait(k Kind, req request, wait time.Duration) {
+	w.waits = append(w.waits, wait)
+	switch {
+	case k != KindRW:
+	case req.write:
+		w.writeWaits = append(w.writeWaits, wait)
+	default:
+		w.readWaits = append(w.readWaits, wait)
 	}
 }
 
@@ -86,7 +108,7 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	defer fail(nil)
 	runCtx, stop := context.WithTimeout(failed, sc.Duration)
 	defer stop()
-	rec := newRecorder(sc.Names)
+	rec := newRecorder(sc.Names, sc.capacity())
 	pinger := make(chan pinged, 1)
 	if sc.HolderPings {
 		pinger <- pinged{}
@@ -163,7 +185,7 @@ func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, pr
 		workers = append(workers, w)
 		sent.attach(w.rdb)
 		var err error
-		if w.locker, err = algo.New(Env{Client: w.rdb, Prefix: prefix, Count: sent.wrap}); err != nil {
+		if w.locker, err = newTaker(algo, sc.Kind, Env{Client: w.rdb, Prefix: prefix, Count: sent.wrap, Permits: sc.Permits}); err != nil {
 			return workers, err
 		}
 		if err := w.rdb.Ping(ctx).Err(); err != nil {
@@ -175,8 +197,8 @@ func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, pr
 
 func stopWorkers(workers []*worker) {
 	for _, w := range workers {
-		if w.locker != nil {
-			_ = w.locker.Close()
+		if w.locker.close != nil {
+			_ = w.locker.close()
 		}
 		_ = w.rdb.Close()
 	}

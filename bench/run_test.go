@@ -27,7 +27,7 @@ func testCtx(t *testing.T) context.Context {
 // the default user (INFO and the bench:* keys).
 func realTarget(t *testing.T) Target {
 	srv := redistest.Start(t)
-	return Target{Name: "redis-server on " + srv.Addr, NewClient: func() redis.UniversalClient {
+	return Target{Name: "redis-server on " + srv.Addr, URL: "redis://" + srv.Addr, NewClient: func() redis.UniversalClient {
 		return redis.NewClient(&redis.Options{Addr: srv.Addr})
 	}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -27,7 +28,28 @@ type Scenario struct {
 	// the PING then runs in the conditions the release that follows it
 	// meets. The PINGs count as neither client nor server commands.
 	HolderPings bool `json:"holder_pings,omitempty"`
+	// Kind is what the workers take: a lock (the zero Kind), an RW lock's
+	// read or write hold, or a semaphore's permits.
+	Kind Kind `json:"kind,omitempty"`
+	// Writes is an RW scenario's share of write holds (0.1 for
+	// reads:writes 9:1); every other acquisition is a read.
+	Writes float64 `json:"writes,omitempty"`
+	// Permits is a semaphore scenario's size; Doubles is the share of its
+	// requests that ask for 2 permits, the others ask for 1.
+	Permits int64   `json:"permits,omitempty"`
+	Doubles float64 `json:"doubles,omitempty"`
 }
+
+// Kind is the kind of resource a scenario's workers take; an Algorithm
+// serves the kinds it has a constructor for.
+type Kind string
+
+// The kinds of resource.
+const (
+	KindLock      Kind = ""          // a plain lock: one holder
+	KindRW        Kind = "rw"        // reads share, a write holds alone
+	KindSemaphore Kind = "semaphore" // Permits permits, held by weight
+)
 
 // DefaultDuration is how long each scenario runs for each algorithm in each
 // round by default: the 135 runs of three rounds then take about a minute
@@ -59,11 +81,91 @@ func Scenarios(d time.Duration) []Scenario {
 	}
 }
 
+// The multi-holder scenarios' names.
+const (
+	rwMostlyReads = "rw-9:1"
+	rwEven        = "rw-1:1"
+	semaphore     = "semaphore"
+)
+
+// RWScenarios returns the read-write workloads, each running for d: 16
+// workers on one RW lock, holding 1 ms, with reads:writes 9:1 and 1:1.
+func RWScenarios(d time.Duration) []Scenario {
+	return []Scenario{
+		{Name: rwMostlyReads, Kind: KindRW, Workers: 16, Hold: time.Millisecond, Names: 1, Writes: 0.1, Duration: d},
+		{Name: rwEven, Kind: KindRW, Workers: 16, Hold: time.Millisecond, Names: 1, Writes: 0.5, Duration: d},
+	}
+}
+
+// SemaphoreScenarios returns the semaphore workload, running for d: 32
+// workers on one semaphore of 4 permits, asking for 1 (80 %) or 2 (20 %),
+// holding 1 ms.
+func SemaphoreScenarios(d time.Duration) []Scenario {
+	return []Scenario{
+		{Name: semaphore, Kind: KindSemaphore, Workers: 32, Hold: time.Millisecond, Names: 1, Permits: 4, Doubles: 0.2, Duration: d},
+	}
+}
+
+// AllScenarios returns the lock, read-write and semaphore workloads, in
+// that order, each running for d.
+func AllScenarios(d time.Duration) []Scenario {
+	return slices.Concat(Scenarios(d), RWScenarios(d), SemaphoreScenarios(d))
+}
+
 func (s Scenario) validate() error {
 	if s.Workers < 1 || s.Names < 1 || s.Duration <= 0 || s.Hold < 0 || s.Think < 0 {
 		return fmt.Errorf("bench: scenario %q: need workers ≥ 1, names ≥ 1, duration > 0, hold and think ≥ 0", s.Name)
 	}
+	switch s.Kind {
+	case KindLock:
+	case KindRW:
+		if s.Writes < 0 || s.Writes > 1 {
+			return fmt.Errorf("bench: scenario %q: writes is a share, from 0 to 1", s.Name)
+		}
+	case KindSemaphore:
+		if s.Permits < 2 || s.Doubles < 0 || s.Doubles > 1 {
+			return fmt.Errorf("bench: scenario %q: need permits ≥ 2 and doubles a share, from 0 to 1", s.Name)
+		}
+	default:
+		return fmt.Errorf("bench: scenario %q: unknown kind %q", s.Name, s.Kind)
+	}
 	return nil
+}
+
+// request is what one acquisition asks for: its weight out of the name's
+// capacity (see capacity), and for an RW lock whether it is a write.
+type request struct {
+	weight int64
+	write  bool
+}
+
+// capacity is the weight a name's holders may hold together: 1 for a
+// lock; for an RW lock the workers, since a read weighs 1 and a write all
+// of it; for a semaphore its permits.
+func (s Scenario) capacity() int64 {
+	switch s.Kind {
+	case KindRW:
+		return int64(s.Workers)
+	case KindSemaphore:
+		return s.Permits
+	}
+	return 1
+}
+
+// request draws one acquisition from the scenario's mix with rng. A lock
+// scenario draws nothing, so its workers' name sequences stay as they were.
+func (s Scenario) request(rng *rand.Rand) request {
+	switch s.Kind {
+	case KindRW:
+		if rng.Float64() < s.Writes {
+			return request{weight: s.capacity(), write: true}
+		}
+	case KindSemaphore:
+		if rng.Float64() < s.Doubles {
+			return request{weight: 2}
+		}
+	}
+	return request{weight: 1}
 }
 
 // String describes the workload in one line.
@@ -71,6 +173,12 @@ func (s Scenario) String() string {
 	line := fmt.Sprintf("%s: %d workers, hold %v, think %v, %d names, %v", s.Name, s.Workers, s.Hold, s.Think, s.Names, s.Duration)
 	if s.HolderPings {
 		line += ", holders PING"
+	}
+	switch s.Kind {
+	case KindRW:
+		line += fmt.Sprintf(", RW lock, %.0f%% writes", 100*s.Writes)
+	case KindSemaphore:
+		line += fmt.Sprintf(", semaphore of %d, %.0f%% ask for 2", s.Permits, 100*s.Doubles)
 	}
 	return line
 }
@@ -86,6 +194,10 @@ type Target struct {
 	// NewClient opens a new client, as another process would. Every worker
 	// gets its own; the harness closes them.
 	NewClient func() redis.UniversalClient
+	// URL, when set, is where a process of its own reaches the server
+	// (redis://host:port): a semaphore scenario then measures the permits
+	// a SIGKILLed holder leaks (see measureLeak). Empty leaves that n/a.
+	URL string
 	// Reset, when set, runs before every run, e.g. FLUSHALL on a server the
 	// benchmark owns. Runs use distinct key prefixes either way.
 	Reset func(ctx context.Context) error
@@ -122,6 +234,9 @@ func (s Suite) Run(ctx context.Context) (Report, error) {
 	for round := range rounds {
 		for _, sc := range s.Scenarios {
 			for _, algo := range rotate(s.Algorithms, round) {
+				if !algo.serves(sc.Kind) {
+					continue
+				}
 				if s.Target.Reset != nil {
 					if err := s.Target.Reset(ctx); err != nil {
 						return report, fmt.Errorf("bench: reset: %w", err)
@@ -139,7 +254,18 @@ func (s Suite) Run(ctx context.Context) (Report, error) {
 	}
 	for _, sc := range s.Scenarios {
 		for _, algo := range s.Algorithms {
-			report.Results = append(report.Results, combine(runs[[2]string{sc.Name, algo.Name}]))
+			if !algo.serves(sc.Kind) {
+				continue
+			}
+			r := combine(runs[[2]string{sc.Name, algo.Name}])
+			if sc.Kind == KindSemaphore && s.Target.URL != "" {
+				leaked, err := measureLeak(ctx, s.Target, algo, sc)
+				if err != nil {
+					return report, fmt.Errorf("bench: %s on %s: leak: %w", algo.Name, sc.Name, err)
+				}
+				r.PermitsLeaked = &leaked
+			}
+			report.Results = append(report.Results, r)
 		}
 	}
 	return report, nil
@@ -162,7 +288,14 @@ type progress struct {
 }
 
 func newProgress(s Suite, rounds int) *progress {
-	p := &progress{w: s.Progress, rounds: rounds, total: rounds * len(s.Scenarios) * len(s.Algorithms)}
+	p := &progress{w: s.Progress, rounds: rounds}
+	for _, sc := range s.Scenarios {
+		for _, a := range s.Algorithms {
+			if a.serves(sc.Kind) {
+				p.total += rounds
+			}
+		}
+	}
 	p.countW = len(strconv.Itoa(p.total))
 	for _, sc := range s.Scenarios {
 		p.scenarioW = max(p.scenarioW, len(sc.Name))

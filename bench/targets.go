@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,8 +17,8 @@ type Check struct {
 	Detail string // the figures it was judged on, as shown
 }
 
-// The targets, from the issues on passing the lock (FIFO hand-off) and on
-// hardening. A figure is judged as the detail shows it: fairness with three
+// The targets, from the issues on passing the lock (FIFO hand-off), on
+// hardening, and on the read-write lock. A figure is judged as the detail shows it: fairness with three
 // decimals, ratios with two, acq/s as a whole number.
 const (
 	hotWaitRatio     = 3.0  // hot-key wait p99 at most a third of the best's
@@ -34,6 +35,8 @@ const (
 	uncontendedCPU   = 1.2  // CPU time per Lock+Unlock against redislock's
 	wireUncontended  = 1.2  // server µs per uncontended Lock+Unlock against wire mode's
 	wireContended    = 1.5  // server µs per contended acquisition against wire mode's
+	rwWriterWait     = 10.0 // RW 9:1: longest write wait at most a tenth of the reader-preferring lock's
+	rwReadsPerPlain  = 3.0  // RW 9:1: reads/s at least 3× the plain lock's
 )
 
 // The scenarios the targets are set on.
@@ -72,7 +75,35 @@ func Targets(results []Result) []Check {
 		}),
 		wireTarget(results, uncontend, wireUncontended),
 		wireTarget(results, hotKey, wireContended),
+		rwTarget(results, fmt.Sprintf("longest write wait ≤ 1/%.0f of %s's", rwWriterWait, RedissonRWName), RedissonRWName,
+			func(rw, other Result) (string, string) {
+				if rw.WriteWaitMax == nil || other.WriteWaitMax == nil {
+					return "SKIP", "no write measured"
+				}
+				got := float64(*other.WriteWaitMax) / float64(max(*rw.WriteWaitMax, 1))
+				return status(shown(got, 2) >= rwWriterWait, fmt.Sprintf("%s %s, %s %s (%.2f×)",
+					BatonRWName, short(*rw.WriteWaitMax), RedissonRWName, short(*other.WriteWaitMax), got))
+			}),
+		rwTarget(results, fmt.Sprintf("reads/s ≥ %.0f× %s's", rwReadsPerPlain, BatonPlainName), BatonPlainName,
+			func(rw, other Result) (string, string) {
+				if rw.ReadsPerSec == nil || other.ReadsPerSec == nil || *other.ReadsPerSec <= 0 {
+					return "SKIP", "no read measured"
+				}
+				got := *rw.ReadsPerSec / *other.ReadsPerSec
+				return status(shown(got, 2) >= rwReadsPerPlain, fmt.Sprintf("%s %.0f = %.2f× %s %.0f",
+					BatonRWName, *rw.ReadsPerSec, got, BatonPlainName, *other.ReadsPerSec))
+			}),
 	}
+}
+
+// rwTarget judges baton's RWLock against the algorithm named other on the
+// 9:1 RW scenario.
+func rwTarget(results []Result, target, other string, judge func(rw, other Result) (status, detail string)) Check {
+	i := slices.IndexFunc(results, func(r Result) bool { return r.Scenario == rwMostlyReads && r.Algorithm == other })
+	if i < 0 {
+		return nothingToCompare(rwMostlyReads, target)
+	}
+	return singleOf(results, rwMostlyReads, BatonRWName, target, func(rw Result) (string, string) { return judge(rw, results[i]) })
 }
 
 // wireTarget judges baton's server µs per acquisition on scenario against
@@ -202,9 +233,14 @@ func acqPerSec(r Result) float64 { return r.AcqPerSec }
 
 // single judges baton's result on scenario alone.
 func single(results []Result, scenario, target string, judge func(baton Result) (status, detail string)) Check {
-	c := Check{Target: scenario + ": " + target, Status: "SKIP", Detail: "no baton result"}
+	return singleOf(results, scenario, BatonName, target, judge)
+}
+
+// singleOf judges the result of algorithm algo on scenario alone.
+func singleOf(results []Result, scenario, algo, target string, judge func(Result) (status, detail string)) Check {
+	c := Check{Target: scenario + ": " + target, Status: "SKIP", Detail: "no " + algo + " result"}
 	for _, r := range results {
-		if r.Scenario == scenario && r.Algorithm == BatonName {
+		if r.Scenario == scenario && r.Algorithm == algo {
 			c.Status, c.Detail = judge(r)
 		}
 	}

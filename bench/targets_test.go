@@ -42,6 +42,8 @@ func TestTargetsOfASampleRun(t *testing.T) {
 		"uncontended: one round trip per Lock and per Unlock":  "PASS", // 2 commands
 		"uncontended: server µs/acq ≤ 1.2× wire mode's":        "SKIP",
 		"hot-key: server µs/acq ≤ 1.5× wire mode's":            "SKIP",
+		"rw-9:1: longest write wait ≤ 1/10 of redisson-rw's":   "SKIP",
+		"rw-9:1: reads/s ≥ 3× baton-plain's":                   "SKIP",
 	}, statuses(checks))
 
 	var buf bytes.Buffer
@@ -216,4 +218,37 @@ func TestWireServerCostTargets(t *testing.T) {
 	c := got["hot-key: server µs/acq ≤ 1.5× wire mode's"]
 	require.Equal(t, "MISS", c.Status)
 	require.Equal(t, "baton 16.0µs = 1.60× wire 10.0µs", c.Detail)
+}
+
+// The RW targets judge baton-rw on the 9:1 scenario: its longest write wait
+// against the reader-preferring lock's, its reads/s against the plain
+// lock's, each as shown (two decimals).
+func TestRWTargets(t *testing.T) {
+	rw := func(algo string, reads float64, writeMax time.Duration) Result {
+		return Result{Scenario: rwMostlyReads, Algorithm: algo, ReadsPerSec: &reads, WriteWaitMax: &writeMax}
+	}
+	judge := func(results ...Result) map[string]Check {
+		checks := byTarget(Targets(results))
+		return map[string]Check{
+			"wait":  checks["rw-9:1: longest write wait ≤ 1/10 of redisson-rw's"],
+			"reads": checks["rw-9:1: reads/s ≥ 3× baton-plain's"],
+		}
+	}
+	got := judge(rw(BatonRWName, 3000, 20*time.Millisecond), rw(RedissonRWName, 2000, 200*time.Millisecond),
+		rw(BatonPlainName, 1000, 5*time.Millisecond))
+	require.Equal(t, "PASS", got["wait"].Status, got["wait"].Detail)
+	require.Equal(t, "baton-rw 20ms, redisson-rw 200ms (10.00×)", got["wait"].Detail)
+	require.Equal(t, "PASS", got["reads"].Status)
+	require.Equal(t, "baton-rw 3000 = 3.00× baton-plain 1000", got["reads"].Detail)
+
+	got = judge(rw(BatonRWName, 2990, 21*time.Millisecond), rw(RedissonRWName, 2000, 200*time.Millisecond),
+		rw(BatonPlainName, 1000, 5*time.Millisecond))
+	require.Equal(t, "MISS", got["wait"].Status, "9.52×")
+	require.Equal(t, "MISS", got["reads"].Status, "2.99×")
+
+	got = judge(rw(BatonRWName, 3000, 20*time.Millisecond))
+	require.Equal(t, "SKIP", got["wait"].Status)
+	require.Equal(t, "nothing to compare with", got["reads"].Detail)
+	got = judge(rw(RedissonRWName, 2000, time.Second), rw(BatonPlainName, 1000, time.Second))
+	require.Equal(t, "no baton-rw result", got["wait"].Detail)
 }

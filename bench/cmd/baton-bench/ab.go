@@ -59,7 +59,7 @@ func runAB(ctx context.Context, o options, set map[string]bool, stdout, stderr i
 	if !set["algos"] {
 		list = abAlgos
 	}
-	algos, err := selectAlgorithms(list)
+	algos, err := selectAlgorithms(bench.Algorithms(), list) // the locks' loop: lock algorithms only
 	if err != nil {
 		return err
 	}

@@ -78,13 +78,14 @@ func main() {
 	flag.IntVar(&o.names, "names", 0, "override every scenario's number of lock names")
 	flag.DurationVar(&o.hold, "hold", 0, "override every scenario's hold time")
 	flag.DurationVar(&o.think, "think", 0, "override every scenario's think time between release and next Lock")
-	flag.StringVar(&o.algos, "algos", "", "comma list of algorithms (default all: "+strings.Join(names(bench.Algorithms(), func(a bench.Algorithm) string { return a.Name }), ",")+")")
-	flag.StringVar(&o.scenarios, "scenarios", "", "comma list of scenarios (default all: "+strings.Join(names(bench.Scenarios(0), func(s bench.Scenario) string { return s.Name }), ",")+")")
+	flag.StringVar(&o.algos, "algos", "", "comma list of algorithms (default all: "+strings.Join(names(bench.AllAlgorithms(), func(a bench.Algorithm) string { return a.Name }), ",")+")")
+	flag.StringVar(&o.scenarios, "scenarios", "", "comma list of scenarios (default all: "+strings.Join(names(bench.AllScenarios(0), func(s bench.Scenario) string { return s.Name }), ",")+")")
 	flag.StringVar(&o.out, "out", "", "write results.json, results.csv and chart.svg into this directory")
 	flag.BoolVar(&o.ab, "ab", false, "instead of the suite, A/B the uncontended Lock+Unlock loop, each library in a fresh process per round\n(default -algos "+abAlgos+", -rounds "+strconv.Itoa(abRounds)+"; with -addr, -url or a throwaway redis-server)")
 	flag.IntVar(&o.pairs, "pairs", abPairs, "with -ab: Lock+Unlock pairs per library per round")
 	flag.Parse()
 
+	bench.ServeHolder() // a semaphore scenario's leak measure runs this program as its holder
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if spec, ok := os.LookupEnv(childEnv); ok {
@@ -107,7 +108,7 @@ func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.
 	if set["pairs"] {
 		return errors.New("-pairs applies to -ab only")
 	}
-	algos, err := selectAlgorithms(o.algos)
+	algos, err := selectAlgorithms(bench.AllAlgorithms(), o.algos)
 	if err != nil {
 		return err
 	}
@@ -213,14 +214,14 @@ func urlTarget(name, url string) (bench.Target, error) {
 	if name == "" {
 		name = "Redis at " + opts.Addr
 	}
-	return bench.Target{Name: name, NewClient: func() redis.UniversalClient {
+	return bench.Target{Name: name, URL: url, NewClient: func() redis.UniversalClient {
 		c := *opts
 		return redis.NewClient(&c)
 	}}, nil
 }
 
 func addrTarget(name, addr string) bench.Target {
-	return bench.Target{Name: name, NewClient: func() redis.UniversalClient {
+	return bench.Target{Name: name, URL: "redis://" + addr, NewClient: func() redis.UniversalClient {
 		return redis.NewClient(&redis.Options{Addr: addr})
 	}}
 }
@@ -233,8 +234,10 @@ func flushAll(ctx context.Context, addr string) error {
 	return rdb.FlushAll(ctx).Err()
 }
 
-func selectAlgorithms(list string) ([]bench.Algorithm, error) {
-	return pick(bench.Algorithms(), list, func(a bench.Algorithm) string { return a.Name })
+// selectAlgorithms picks from all the algorithms in the list's order, or
+// takes all when the list is empty.
+func selectAlgorithms(all []bench.Algorithm, list string) ([]bench.Algorithm, error) {
+	return pick(all, list, func(a bench.Algorithm) string { return a.Name })
 }
 
 // selectScenarios picks the scenarios and applies the duration and the
@@ -248,7 +251,7 @@ func selectScenarios(o options, set map[string]bool) ([]bench.Scenario, error) {
 	if list == "" && o.cluster != "" {
 		list = "many-keys" // the scenario that spreads over the slots
 	}
-	scenarios, err := pick(bench.Scenarios(d), list, func(s bench.Scenario) string { return s.Name })
+	scenarios, err := pick(bench.AllScenarios(d), list, func(s bench.Scenario) string { return s.Name })
 	for i := range scenarios {
 		s := &scenarios[i]
 		if set["workers"] {

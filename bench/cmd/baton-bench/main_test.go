@@ -21,6 +21,7 @@ import (
 // The A/B's children are this test binary, started with childEnv set.
 // The run tests need a real redis-server: without one the package fails.
 func TestMain(m *testing.M) {
+	bench.ServeHolder()
 	if spec, ok := os.LookupEnv(childEnv); ok {
 		os.Exit(child(context.Background(), spec, os.Stdout, os.Stderr))
 	}
@@ -32,7 +33,7 @@ func TestSelectScenariosAppliesOnlyExplicitOverrides(t *testing.T) {
 	o := options{duration: bench.DefaultDuration, workers: 5, hold: 2 * time.Millisecond}
 	all, err := selectScenarios(o, map[string]bool{})
 	require.NoError(t, err)
-	require.Equal(t, bench.Scenarios(bench.DefaultDuration), all, "flags at their zero defaults change nothing")
+	require.Equal(t, bench.AllScenarios(bench.DefaultDuration), all, "flags at their zero defaults change nothing")
 
 	o.scenarios = "storm,hot-key"
 	got, err := selectScenarios(o, map[string]bool{"workers": true, "hold": true})
@@ -64,7 +65,7 @@ func TestSelectScenariosDefaults(t *testing.T) {
 
 	_, err = selectScenarios(options{scenarios: "hot-key,lukewarm"}, map[string]bool{})
 	require.ErrorContains(t, err, `"lukewarm"`)
-	_, err = selectAlgorithms("baton,poll-2ms")
+	_, err = selectAlgorithms(bench.AllAlgorithms(), "baton,poll-2ms")
 	require.ErrorContains(t, err, `"poll-2ms"`)
 }
 

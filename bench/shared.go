@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"context"
+	"slices"
+
+	"github.com/batonlock/baton/rlock"
+)
+
+// The contestants of the multi-holder scenarios.
+const (
+	// BatonRWName is baton's RWLock, the algorithm under test of the RW
+	// scenarios.
+	BatonRWName = "baton-rw"
+	// RedissonRWName is the reader-preferring RW lock in Redisson's format
+	// (redissonRW).
+	RedissonRWName = "redisson-rw"
+	// BatonPlainName is baton's plain lock taken for reads and writes alike:
+	// what an RW lock must beat on reads.
+	BatonPlainName = "baton-plain"
+	// CounterSemaphoreName is the counter semaphore in Redisson's RSemaphore
+	// format (counterSemaphore).
+	CounterSemaphoreName = "redisson-semaphore"
+)
+
+// RWAlgorithms returns the contestants of the RW scenarios, in table order.
+func RWAlgorithms() []Algorithm {
+	return []Algorithm{
+		{Name: BatonRWName, NewRW: newBatonRW},
+		{Name: RedissonRWName, NewRW: newRedissonRW},
+		{Name: BatonPlainName, NewRW: newBatonPlain},
+	}
+}
+
+// SemaphoreAlgorithms returns the contestants of the semaphore scenarios,
+// in table order.
+func SemaphoreAlgorithms() []Algorithm {
+	return []Algorithm{
+		{Name: CounterSemaphoreName, NewSemaphore: newCounterSemaphore},
+	}
+}
+
+// AllAlgorithms returns the contestants of every kind of scenario: those
+// of Algorithms, RWAlgorithms and SemaphoreAlgorithms, in that order.
+func AllAlgorithms() []Algorithm {
+	return slices.Concat(Algorithms(), RWAlgorithms(), SemaphoreAlgorithms())
+}
+
+// taker is how a worker takes what its scenario asks for, whatever the kind
+// of its algorithm's Locker.
+type taker struct {
+	take  func(ctx context.Context, name string, r request) (Held, error)
+	close func() error
+}
+
+// newTaker builds algo's Locker for scenarios of kind k on e.
+func newTaker(algo Algorithm, k Kind, e Env) (taker, error) {
+	switch k {
+	case KindRW:
+		l, err := algo.NewRW(e)
+		if err != nil {
+			return taker{}, err
+		}
+		return taker{close: l.Close, take: func(ctx context.Context, name string, r request) (Held, error) {
+			if r.write {
+				return l.Lock(ctx, name)
+			}
+			return l.RLock(ctx, name)
+		}}, nil
+	case KindSemaphore:
+		l, err := algo.NewSemaphore(e)
+		if err != nil {
+			return taker{}, err
+		}
+		return taker{close: l.Close, take: func(ctx context.Context, name string, r request) (Held, error) {
+			return l.Acquire(ctx, name, r.weight)
+		}}, nil
+	}
+	l, err := algo.New(e)
+	if err != nil {
+		return taker{}, err
+	}
+	return taker{close: l.Close, take: func(ctx context.Context, name string, _ request) (Held, error) {
+		return l.Lock(ctx, name)
+	}}, nil
+}
+
+// batonRW is baton's RWLock on one rlock.Client, as one process would have,
+// with the default watchdog lease.
+type batonRW struct{ batonLocker }
+
+func newBatonRW(e Env) (RWLocker, error) {
+	l, err := newBaton()(e)
+	if err != nil {
+		return nil, err
+	}
+	return batonRW{l.(batonLocker)}, nil
+}
+
+func (b batonRW) Lock(ctx context.Context, name string) (Held, error) {
+	return held(b.c.RWLock(name).Lock(ctx))
+}
+
+func (b batonRW) RLock(ctx context.Context, name string) (Held, error) {
+	return held(b.c.RWLock(name).RLock(ctx))
+}
+
+// batonPlain is baton's plain lock, taken for a read as for a write.
+type batonPlain struct{ batonLocker }
+
+func newBatonPlain(e Env) (RWLocker, error) {
+	l, err := newBaton()(e)
+	if err != nil {
+		return nil, err
+	}
+	return batonPlain{l.(batonLocker)}, nil
+}
+
+func (b batonPlain) RLock(ctx context.Context, name string) (Held, error) { return b.Lock(ctx, name) }
+
+// held is a *rlock.Lock as a Held: nil, not a nil pointer, on an error.
+func held(l *rlock.Lock, err error) (Held, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
