@@ -191,9 +191,9 @@ func TestRWAndSemaphoreContestantsOnARealServer(t *testing.T) {
 		require.NotNil(t, r.ReadWaitP99, name)
 		require.NotNil(t, r.WriteWaitMax, name)
 	}
-	checks := Targets(rep.Results)
-	for _, c := range checks[len(checks)-2:] {
-		require.NotEqual(t, "SKIP", c.Status, "the RW targets are judged: %+v", c)
+	checks := byTarget(Targets(rep.Results))
+	for _, name := range []string{"rw-9:1: longest write wait ≤ 1/10 of redisson-rw's", "rw-9:1: reads/s ≥ 3× baton-plain's"} {
+		require.Contains(t, []string{"PASS", "MISS"}, checks[name].Status, "judged: %s %+v", name, checks[name])
 	}
 }
 

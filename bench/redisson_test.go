@@ -51,7 +51,9 @@ func TestRedissonRWIsReaderPreferring(t *testing.T) {
 	require.NoError(t, err)
 	wrote := lockAsync(ctx, writer.Lock)
 	for i := range 6 { // reads overlap, each taken before the last one leaves
-		next, err := readers[(i+1)%2].RLock(ctx, "x")
+		bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+		next, err := readers[(i+1)%2].RLock(bounded, "x")
+		cancel()
 		require.NoError(t, err, "a read is granted under a read, writer waiting or not")
 		require.NoError(t, held.Unlock(ctx))
 		held = next
