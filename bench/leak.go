@@ -76,19 +76,14 @@ func serveHolder(specJSON string, out io.Writer) error {
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		return err
 	}
-	i := slices.IndexFunc(SemaphoreAlgorithms(), func(a Algorithm) bool { return a.Name == spec.Algorithm })
-	if i < 0 {
-		return fmt.Errorf("no semaphore algorithm %q", spec.Algorithm)
-	}
-	opts, err := redis.ParseURL(spec.URL)
+	algo, rdb, err := ForChild(SemaphoreAlgorithms(), spec.Algorithm, spec.URL)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), holderLife)
 	defer cancel()
-	l, err := SemaphoreAlgorithms()[i].NewSemaphore(Env{Client: rdb, Prefix: spec.Prefix, Permits: spec.Permits, Lease: spec.Lease})
+	l, err := algo.NewSemaphore(Env{Client: rdb, Prefix: spec.Prefix, Permits: spec.Permits, Lease: spec.Lease})
 	if err != nil {
 		return err
 	}
@@ -99,6 +94,21 @@ func serveHolder(specJSON string, out io.Writer) error {
 	fmt.Fprintln(out, holderReady)
 	<-ctx.Done()
 	return nil
+}
+
+// ForChild is what a process of this program started for one algorithm
+// needs: the algorithm called name among algos, and a client of its own to
+// the server at url (redis:// or rediss://), which the caller closes.
+func ForChild(algos []Algorithm, name, url string) (Algorithm, *redis.Client, error) {
+	i := slices.IndexFunc(algos, func(a Algorithm) bool { return a.Name == name })
+	if i < 0 {
+		return Algorithm{}, nil, fmt.Errorf("unknown algorithm %q", name)
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return Algorithm{}, nil, err
+	}
+	return algos[i], redis.NewClient(opts), nil
 }
 
 // measureLeak is how many permits a SIGKILLed holder leaves unavailable: a

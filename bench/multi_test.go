@@ -235,5 +235,5 @@ func TestLeakHolderIsKilledHoldingItsPermits(t *testing.T) {
 	require.Equal(t, "2", srv.Admin().Get(ctx, "leak:s").Val(), "2 of 4 taken, never given back")
 
 	spec.Algorithm = "no-such"
-	require.ErrorContains(t, killHolder(ctx, exe, spec), `no semaphore algorithm "no-such"`)
+	require.ErrorContains(t, killHolder(ctx, exe, spec), `unknown algorithm "no-such"`)
 }

@@ -26,9 +26,9 @@ const (
 // RWAlgorithms returns the contestants of the RW scenarios, in table order.
 func RWAlgorithms() []Algorithm {
 	return []Algorithm{
-		{Name: BatonRWName, NewRW: newBatonRW},
+		{Name: BatonRWName, NewRW: batonAs(func(b batonLocker) RWLocker { return batonRW{b} })},
 		{Name: RedissonRWName, NewRW: newRedissonRW},
-		{Name: BatonPlainName, NewRW: newBatonPlain},
+		{Name: BatonPlainName, NewRW: batonAs(func(b batonLocker) RWLocker { return batonPlain{b} })},
 	}
 }
 
@@ -85,17 +85,21 @@ func newTaker(algo Algorithm, k Kind, e Env) (taker, error) {
 	}}, nil
 }
 
+// batonAs builds baton's Locker, with its defaults, and makes it an
+// RWLocker with as.
+func batonAs(as func(batonLocker) RWLocker) func(Env) (RWLocker, error) {
+	return func(e Env) (RWLocker, error) {
+		l, err := newBaton()(e)
+		if err != nil {
+			return nil, err
+		}
+		return as(l.(batonLocker)), nil
+	}
+}
+
 // batonRW is baton's RWLock on one rlock.Client, as one process would have,
 // with the default watchdog lease.
 type batonRW struct{ batonLocker }
-
-func newBatonRW(e Env) (RWLocker, error) {
-	l, err := newBaton()(e)
-	if err != nil {
-		return nil, err
-	}
-	return batonRW{l.(batonLocker)}, nil
-}
 
 func (b batonRW) Lock(ctx context.Context, name string) (Held, error) {
 	return held(b.c.RWLock(name).Lock(ctx))
@@ -107,14 +111,6 @@ func (b batonRW) RLock(ctx context.Context, name string) (Held, error) {
 
 // batonPlain is baton's plain lock, taken for a read as for a write.
 type batonPlain struct{ batonLocker }
-
-func newBatonPlain(e Env) (RWLocker, error) {
-	l, err := newBaton()(e)
-	if err != nil {
-		return nil, err
-	}
-	return batonPlain{l.(batonLocker)}, nil
-}
 
 func (b batonPlain) RLock(ctx context.Context, name string) (Held, error) { return b.Lock(ctx, name) }
 

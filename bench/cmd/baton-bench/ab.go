@@ -8,10 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/bench"
 	"github.com/batonlock/baton/bench/redistest/redisproc"
@@ -151,19 +148,13 @@ func childRun(ctx context.Context, spec string, stdout io.Writer) error {
 	if err := json.Unmarshal([]byte(spec), &s); err != nil {
 		return fmt.Errorf("%s: %w", childEnv, err)
 	}
-	all := bench.Algorithms()
-	i := slices.IndexFunc(all, func(a bench.Algorithm) bool { return a.Name == s.Algorithm })
-	if i < 0 {
-		return fmt.Errorf("unknown algorithm %q", s.Algorithm)
-	}
-	opts, err := redis.ParseURL(s.URL)
+	algo, rdb, err := bench.ForChild(bench.Algorithms(), s.Algorithm, s.URL)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	prefix := "bench:ab:" + s.Algorithm + ":" + strconv.Itoa(os.Getpid()) + ":"
-	run, err := bench.RunPairs(ctx, all[i], rdb, prefix, s.Pairs)
+	run, err := bench.RunPairs(ctx, algo, rdb, prefix, s.Pairs)
 	if err != nil {
 		return err
 	}
