@@ -264,6 +264,10 @@ func (s Suite) Run(ctx context.Context) (Report, error) {
 					return report, fmt.Errorf("bench: %s on %s: leak: %w", algo.Name, sc.Name, err)
 				}
 				r.PermitsLeaked = &leaked
+				if s.Progress != nil {
+					fmt.Fprintf(s.Progress, "%s  %s: %d permit(s) leaked by a holder of %d SIGKILLed, after its lease\n",
+						sc.Name, algo.Name, leaked, leakHeld)
+				}
 			}
 			report.Results = append(report.Results, r)
 		}
