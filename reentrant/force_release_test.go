@@ -8,7 +8,7 @@ import (
 
 func TestForceRelease(t *testing.T) {
 	ctx, rdb, l := setup(t, "force")
-	deleted, err := l.ForceRelease(ctx, rdb)
+	deleted, err := l.ForceRelease(ctx, rdb, "force-force_release-1")
 	require.NoError(t, err)
 	require.Zero(t, deleted)
 
@@ -20,7 +20,7 @@ func TestForceRelease(t *testing.T) {
 	got, err := l.AcquireNew(ctx, rdb, "B", testLease, w)
 	require.NoError(t, err)
 	require.False(t, got.Acquired)
-	deleted, err = l.ForceRelease(ctx, rdb)
+	deleted, err = l.ForceRelease(ctx, rdb, "force-force_release-2")
 	require.NoError(t, err)
 	require.Equal(t, r.Token, deleted, "it names the hold it deleted")
 	g := receiveGrant(t, sub)

@@ -340,7 +340,10 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 
 // scriptShapes tells the baton scripts apart by their numbers of keys and
 // of arguments.
-var scriptShapes = map[string][2]int{"acquire": {5, 10}, "release": {5, 4}}
+var scriptShapes = map[string][2]int{
+	"acquire": {5, 10}, "release": {5, 4}, "force-release": {5, 2},
+	"rw-acquire": {5, 13}, "rw-release": {5, 6}, "rw-leave": {4, 6}, "rw-renew": {2, 4}, "rw-force-release": {5, 3},
+}
 
 // isScript matches an EVALSHA or EVAL of the named baton script.
 func isScript(name string) func(cmd []string) bool {

@@ -140,7 +140,7 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (int64, error) {
 	}
 	ids := [2]resourceID{rw.read.id(), rw.write.id()}
 	before := c.table.holdsOf(func(h *hold) bool { return h.res.id() == ids[0] || h.res.id() == ids[1] })
-	n, err := rw.read.share.Keys().ForceRelease(ctx, c.rdb)
+	n, err := rw.read.share.Keys().ForceRelease(ctx, c.rdb, newRequestID())
 	if err != nil || n == 0 {
 		return 0, err
 	}
