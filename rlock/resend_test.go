@@ -84,3 +84,73 @@ func TestForceUnlockResentByGoRedis(t *testing.T) {
 		requireOnlyFence(t, admin(t, srv), "force")
 	})
 }
+
+// Every script of the RW lock, resent by go-redis after its first run took
+// effect, replays rather than acting twice: a re-entry counts once, a
+// release leaves one count, a cancelled waiter's leave takes it out once
+// and frees nothing of another's, a renewal keeps the one hold it renews.
+func TestRWScriptsResentByGoRedis(t *testing.T) {
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
+	c, px := resendClient(ctx, t, srv, WithWatchdogLease(time.Second))
+	other := newClient(t, srv)
+	rw := c.RWLock("resent")
+	dropped := int64(0)
+	drop := func(script string) {
+		t.Helper()
+		dropped++
+		px.DropNextReply(isScript(script), false)
+	}
+	readers := func() map[string]int64 {
+		t.Helper()
+		st, err := rw.Inspect(ctx)
+		require.NoError(t, err)
+		return st.Readers
+	}
+
+	drop("rw-acquire") // a write, then a read inside it: each counts once
+	w, err := rw.Lock(ctx)
+	require.NoError(t, err)
+	fence, err := rdb.Get(ctx, rwKey("resent")+":fence").Uint64()
+	require.NoError(t, err)
+	require.Equal(t, w.Token(), fence, "the resent acquire drew a second token")
+	r1, err := rw.RLock(w.Context())
+	require.NoError(t, err)
+	drop("rw-acquire")
+	r2, err := rw.RLock(r1.Context())
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{w.Owner(): 2}, readers(), "the resent re-entry counted twice")
+
+	drop("rw-renew") // the watchdog's renewal of the write and the read
+	require.Eventually(t, func() bool { return px.Dropped() == dropped }, fast, 5*time.Millisecond)
+	time.Sleep(time.Second) // past the lease: the renewals that followed kept both
+	require.NoError(t, w.Context().Err())
+
+	waiting := rlockInBackground(ctx, other.RWLock("resent"), true)
+	waitForRWQueued(t, srv, "resent", 1)
+	drop("rw-release")
+	require.NoError(t, r2.Unlock(ctx))
+	require.Equal(t, map[string]int64{w.Owner(): 1}, readers(), "the resent release left two counts")
+	drop("rw-release")
+	require.NoError(t, w.Unlock(ctx)) // the downgrade: the read holds on
+	require.Equal(t, map[string]int64{w.Owner(): 1}, readers())
+
+	lctx, cancel := context.WithCancel(ctx) // a read queued behind the write, cancelled
+	gave := rlockInBackground(lctx, c.RWLock("resent"), false)
+	waitForRWQueued(t, srv, "resent", 2)
+	drop("rw-leave")
+	cancel()
+	require.ErrorIs(t, (<-gave).err, context.Canceled)
+	require.Eventually(t, func() bool { return px.Dropped() == dropped }, fast, 5*time.Millisecond)
+	waitForRWQueued(t, srv, "resent", 1)
+
+	require.NoError(t, r1.Unlock(ctx))
+	l := receive(t, waiting)
+	st, err := rw.Inspect(ctx)
+	require.NoError(t, err)
+	require.Equal(t, l.Owner(), st.Writer)
+	require.Empty(t, st.Readers)
+	require.NoError(t, l.Unlock(ctx))
+	require.Equal(t, dropped, px.Dropped(), "every dropped reply was a resent script's")
+	requireOnlyFence(t, rdb, "resent")
+}
