@@ -168,7 +168,7 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 		// The hold ended since the turn was taken: give the count back.
 		h.giveTurnBack(a.via)
 		l.cancel(err)
-		a.c.background.run(func() { a.release(a.owner, res.Token) })
+		a.releaseLater(a.owner, res.Token)
 		return nil, a.notObtained(err)
 	}
 	return l, nil
@@ -223,8 +223,7 @@ func (a *attempt) claim(ctx context.Context, token uint64, sent time.Time, lease
 		a.giveBack(ctx, token)
 		return nil, 0, nil
 	}
-	owner := a.owner
-	a.c.background.run(func() { a.release(owner, token) })
+	a.releaseLater(a.owner, token)
 	if errors.Is(err, errStaleGrant) {
 		return nil, 0, nil
 	}

@@ -11,15 +11,21 @@ import (
 	"github.com/batonlock/baton/bench/redistest"
 )
 
-// resendClient is a Client whose connection goes through a proxy, with
-// go-redis resending a command whose reply is lost (a read timeout, then
-// a retry on a new connection): a script the proxy drops the reply of runs
-// twice on the server. Its scripts are loaded first, so the lost reply is
-// a script's result and not a NOSCRIPT.
+// resendClient is a proxiedClient with go-redis resending a command whose
+// reply is lost (a read timeout, then a retry on a new connection): a
+// script the proxy drops the reply of runs twice on the server.
 func resendClient(ctx context.Context, t *testing.T, srv *redistest.Server, opts ...Option) (*Client, *proxy) {
 	t.Helper()
+	return proxiedClient(ctx, t, srv, 300*time.Millisecond, 2, opts...)
+}
+
+// proxiedClient is a Client whose connection goes through a proxy, with
+// go-redis's read timeout and retries as given. Its scripts are loaded
+// first, so a lost reply is a script's result and not a NOSCRIPT.
+func proxiedClient(ctx context.Context, t *testing.T, srv *redistest.Server, read time.Duration, retries int, opts ...Option) (*Client, *proxy) {
+	t.Helper()
 	px := startProxy(t, srv.Addr)
-	c, err := New(px.client(t, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 300*time.Millisecond, 2 }), opts...)
+	c, err := New(px.client(t, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = read, retries }), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	rw := c.RWLock("warm")
