@@ -112,7 +112,7 @@ func rwChurn(ctx context.Context, t *testing.T, rw *RWLock, rng *rand.Rand, k *r
 	began := time.Now()
 	l, err := take(lctx)
 	if waited := time.Since(began); waited > stuckWait {
-		t.Errorf("a wait took %v: a hold nobody had outlived its lease in Redis", waited)
+		t.Errorf("a wait took %v: a hold nobody had was left in Redis", waited)
 	}
 	if err != nil {
 		return // cancelled, or its connection was killed: it must leave nothing held
