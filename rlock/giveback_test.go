@@ -27,3 +27,21 @@ func TestRWCleanupOutlivesAnOutage(t *testing.T) {
 	require.NoError(t, w.Unlock(ctx))
 	requireOnlyFence(t, admin(t, srv), "outage")
 }
+
+// Close does not wait out a clean-up that Redis never answers: it gives
+// the clean-ups its own bound, then cancels them, and their goroutines end
+// (goleak checks at the end of the package's tests).
+func TestCloseCancelsACleanupRedisNeverAnswers(t *testing.T) {
+	ctx, srv := serve(t)
+	c, px := proxiedClient(ctx, t, srv, 200*time.Millisecond, -1)
+	px.Blackhole()
+	_, err := c.RWLock("never").RLock(ctx)
+	require.Error(t, err, "the acquire's reply cannot come")
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(closeTimeout + fast):
+		t.Fatal("Close waited for a clean-up past its bound")
+	}
+}
