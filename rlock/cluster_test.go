@@ -29,7 +29,14 @@ func TestOnCluster(t *testing.T) {
 	t.Run("ReentrancyAndWakeOnAnotherShard", func(t *testing.T) { testReentrancyOnAnotherShard(t, cl) })
 	t.Run("WatchdogRenewsOnEveryShard", func(t *testing.T) { testWatchdogOnEveryShard(t, cl) })
 	t.Run("SlotMigrationMidWait", func(t *testing.T) { testSlotMigrationMidWait(t, cl) })
-	t.Run("FIFOQueueAcrossASlotMigration", func(t *testing.T) { testFIFOAcrossSlotMigration(t, cl) })
+	for _, m := range []familyMember{plainMember, rwMember} {
+		t.Run("KeysInOneSlot/"+m.kind, func(t *testing.T) { testFamilySingleSlot(t, cl, m) })
+		t.Run("OrderAcrossASlotMigration/"+m.kind, func(t *testing.T) { testOrderAcrossSlotMigration(t, cl, m) })
+	}
+	t.Run("RWBatchGrant", func(t *testing.T) { testBatchGrant(t, cl, rwMember) })
+	t.Run("RWUnderACLClusterRulesAcrossASlotMigration", func(t *testing.T) {
+		testOrderAcrossSlotMigration(t, cl, rwMember, aclUser(t, cl, "rwcluster"))
+	})
 }
 
 // clusterClient is a Client on a cluster connection pool of its own, like a
