@@ -78,9 +78,10 @@
 // that failed so is undone by replaying its request ID, which tells, then
 // releasing what it held; an Unlock that failed so is retried by its
 // caller under the first one's request ID, which replays it. Clean-ups run
-// in the background, bounded in time, and Close waits for them; a
-// clean-up's release whose reply is lost is resent under its request ID,
-// since no caller is there to retry it.
+// in the background and, since no caller is there to retry them, try again
+// under the same request ID while Redis cannot be reached, up to the lease
+// of what they give back; Close waits for them up to its own bound, then
+// cancels them.
 //
 // # Glossary
 //
