@@ -26,7 +26,8 @@ type familyMember struct {
 	// take takes a hold of name for c and returns its release.
 	take func(ctx context.Context, c *Client, name string, shared bool) (release func(context.Context) error, err error)
 	// keys are the keys of name that its scripts touch, but for request
-	// records and liveness keys, which are per call and per client.
+	// records and liveness keys, which are per call and per client: its
+	// holds' key first, its waiters' queue last.
 	keys func(t *testing.T, c *Client, name string) []string
 	// force ends every hold of name, whoever holds it.
 	force func(ctx context.Context, c *Client, name string) error
