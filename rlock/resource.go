@@ -69,12 +69,13 @@ type resourceID struct {
 	face string // lockFace for the plain lock
 }
 
-// The faces of the resources: the plain lock's only one, and the RW
-// lock's two.
+// The faces of the resources: the plain lock's only one, the RW lock's
+// two, and the semaphore's one, whatever the count of permits asked for.
 const (
-	lockFace  = "lock"
-	readFace  = "read"
-	writeFace = "write"
+	lockFace    = "lock"
+	readFace    = "read"
+	writeFace   = "write"
+	permitsFace = "permits"
 )
 
 // grantResource is the resource face grant g is of, or says why there is
@@ -83,7 +84,15 @@ func (c *Client) grantResource(g reentrant.Grant) (resource, error) {
 	if g.Kind == "" {
 		return c.plainLock(g.Lock) // grants are baton's own format: wire mode has none
 	}
-	return c.sharedResource(g.Kind, g.Mode, g.Lock)
+	k, err := c.sharedKeys(g.Kind, g.Lock)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.shareFace(k.Granted(g))
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // acquireCall is one run of a resource's acquire script.
