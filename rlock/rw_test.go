@@ -55,10 +55,7 @@ func rlockInBackground(ctx context.Context, rw *RWLock, write bool) <-chan acqui
 // waitForRWQueued waits until n calls wait in the queue of RW lock name.
 func waitForRWQueued(t *testing.T, srv *redistest.Server, name string, n int64) {
 	t.Helper()
-	rdb := admin(t, srv)
-	require.Eventually(t, func() bool {
-		return rdb.LLen(context.Background(), rwKey(name)+":queue").Val() == n
-	}, 5*time.Second, 2*time.Millisecond, "waiters queued on RW %s", name)
+	waitForQueueLen(t, srv, rwKey(name), n)
 }
 
 func TestRWReadsShareWriteExcludes(t *testing.T) {

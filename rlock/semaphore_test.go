@@ -35,14 +35,9 @@ func acquireInBackground(ctx context.Context, sem *Semaphore, n int64) <-chan pe
 // receivePermit returns a background Acquire's permit, failing after fast.
 func receivePermit(t *testing.T, res <-chan permitted) *Permit {
 	t.Helper()
-	select {
-	case r := <-res:
-		require.NoError(t, r.err)
-		return r.p
-	case <-time.After(fast):
-		t.Fatal("the waiter did not get its permits")
-		return nil
-	}
+	r := within(t, res, "the waiter did not get its permits")
+	require.NoError(t, r.err)
+	return r.p
 }
 
 // requireWaiting fails if a background Acquire has returned.
@@ -58,10 +53,7 @@ func requireWaiting(t *testing.T, res <-chan permitted, why string) {
 // waitForSemQueued waits until n calls wait in the queue of semaphore name.
 func waitForSemQueued(t *testing.T, srv *redistest.Server, name string, n int64) {
 	t.Helper()
-	rdb := admin(t, srv)
-	require.Eventually(t, func() bool {
-		return rdb.LLen(context.Background(), semKey(name)+":queue").Val() == n
-	}, 5*time.Second, 2*time.Millisecond, "waiters queued on semaphore %s", name)
+	waitForQueueLen(t, srv, semKey(name), n)
 }
 
 // inspect is sem.Inspect, which must succeed, with Held checked against
@@ -195,17 +187,25 @@ func TestSemaphoreStrictFIFO(t *testing.T) {
 	requireOnlyFence(t, admin(t, srv), "fifo")
 }
 
+// fullWithAWaiter starts two Clients on semaphore name, of size 2: sem,
+// of the first, holds both permits (held), and an Acquire of 1 by b, the
+// second, waits in the queue.
+func fullWithAWaiter(ctx context.Context, t *testing.T, srv *redistest.Server, name string) (sem *Semaphore, held *Permit, b *Client, waiting <-chan permitted) {
+	t.Helper()
+	sem, b = newClient(t, srv).Semaphore(name, 2), newClient(t, srv)
+	held, err := sem.Acquire(ctx, 2)
+	require.NoError(t, err)
+	waiting = acquireInBackground(ctx, b.Semaphore(name, 2), 1)
+	waitForSemQueued(t, srv, name, 1)
+	return sem, held, b, waiting
+}
+
 // Resize: raising the size grants the waiters that then fit, with nobody
 // releasing; lowering it takes no permit back and admits nobody until the
 // permits held are below the new size.
 func TestSemaphoreSetMax(t *testing.T) {
 	ctx, srv := serve(t)
-	a, b := newClient(t, srv), newClient(t, srv)
-	sem := a.Semaphore("resize", 2)
-	two, err := sem.Acquire(ctx, 2)
-	require.NoError(t, err)
-	one := acquireInBackground(ctx, b.Semaphore("resize", 2), 1)
-	waitForSemQueued(t, srv, "resize", 1)
+	sem, two, b, one := fullWithAWaiter(ctx, t, srv, "resize")
 
 	require.NoError(t, sem.SetMax(ctx, 3))
 	p1 := receivePermit(t, one)
@@ -233,12 +233,7 @@ func TestSemaphoreSetMax(t *testing.T) {
 // stays.
 func TestSemaphoreForceRelease(t *testing.T) {
 	ctx, srv := serve(t)
-	a, b := newClient(t, srv), newClient(t, srv)
-	sem := a.Semaphore("forced", 2)
-	p, err := sem.Acquire(ctx, 2)
-	require.NoError(t, err)
-	waiting := acquireInBackground(ctx, b.Semaphore("forced", 2), 1)
-	waitForSemQueued(t, srv, "forced", 1)
+	sem, p, b, waiting := fullWithAWaiter(ctx, t, srv, "forced")
 
 	n, err := b.Semaphore("forced", 2).ForceRelease(ctx)
 	require.NoError(t, err)
