@@ -312,3 +312,28 @@ func TestSemaphoreOwnedRelease(t *testing.T) {
 	require.Zero(t, inspect(t, sem).Held)
 	requireOnlyFence(t, rdb, "owned")
 }
+
+// A waiter whose ask a SetMax lowered the size below is refused at its
+// next look, with ErrInvalidOption, and its record is gone: it blocks
+// nobody behind it.
+func TestSemaphoreLoweredBelowAWaitersAsk(t *testing.T) {
+	ctx, srv := serve(t)
+	a, b := newClient(t, srv), newClient(t, srv, WithWatchdogLease(300*time.Millisecond))
+	sem := a.Semaphore("lowered", 2)
+	p, err := sem.Acquire(ctx, 1)
+	require.NoError(t, err)
+	big := acquireInBackground(ctx, b.Semaphore("lowered", 2), 2)
+	waitForSemQueued(t, srv, "lowered", 1)
+	small := acquireInBackground(ctx, b.Semaphore("lowered", 2), 1)
+	waitForSemQueued(t, srv, "lowered", 2)
+
+	require.NoError(t, sem.SetMax(ctx, 1))
+	r := within(t, big, "the refused waiter went on waiting")
+	require.ErrorIs(t, r.err, ErrInvalidOption)
+	require.ErrorIs(t, r.err, reentrant.ErrInvalidPermits)
+	require.NoError(t, p.Release(ctx))
+	q := receivePermit(t, small)
+	require.Zero(t, inspect(t, sem).Queued)
+	require.NoError(t, q.Release(ctx))
+	requireOnlyFence(t, admin(t, srv), "lowered")
+}
