@@ -32,7 +32,7 @@ func semWorkload(ctx context.Context, a, b *Client, name string, wg *sync.WaitGr
 		select {
 		case <-ctx.Done():
 			return p, ctx.Err()
-		case <-time.After(time.Millisecond):
+		case <-time.After(5 * time.Millisecond): // forty workloads run at once
 		}
 	}
 }
