@@ -129,7 +129,9 @@ package rlock
 // shareFace (shared_resource.go) over reentrant.Share for every face of a
 // multi-holder resource: the RW lock's read and write faces, and the
 // semaphore's permits (one shareFace per count asked for, all with one
-// identity). It names the face's scripts (acquire, as a waiter too;
+// identity); both run their scripts through batonScripts, written once
+// over what reentrant.Keys and reentrant.Share both offer. It names the
+// face's scripts (acquire, as a waiter too;
 // release; leave; renew; and its renewal for the watchdog's batch, which
 // renews holds of every kind in one pipeline) and its identity: its Redis
 // key and face (resourceID). The holds table and the handles a ctx carries

@@ -4,21 +4,19 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/batonlock/baton/reentrant"
 )
 
 // shareFace is one face of a multi-holder resource: the RW lock's read or
 // write face, or a semaphore's permits (one face per count asked for, all
-// with one identity), over reentrant.Share's scripts. Its holds' grants come in
-// messages addressed to every waiter of one client a grant admitted
-// (reentrant.ParseGrants); notify hands each waiter the message, and the
-// waiter reads its own grant from it (attempt.granted).
+// with one identity), over reentrant.Share's scripts (batonScripts). Its
+// holds' grants come in messages addressed to every waiter of one client a
+// grant admitted (reentrant.ParseGrants); notify hands each waiter the
+// message, and the waiter reads its own grant from it (attempt.granted).
 type shareFace struct {
+	batonScripts
 	share reentrant.Share
 	face  string
-	rdb   redis.Scripter
 }
 
 // sharedKeys are the keys of the resource of kind called name, or say why
@@ -41,7 +39,7 @@ func (c *Client) shareFace(s reentrant.Share, err error) (*shareFace, error) {
 	if err != nil {
 		return nil, lower(err)
 	}
-	return &shareFace{share: s, face: faces[s.Mode()], rdb: c.rdb}, nil
+	return &shareFace{batonScripts: batonScripts{scripts: s, rdb: c.rdb}, share: s, face: faces[s.Mode()]}, nil
 }
 
 func (f *shareFace) id() resourceID { return resourceID{key: f.share.Keys().Hash, face: f.face} }
@@ -61,26 +59,6 @@ func (f *shareFace) aliveTTL() time.Duration { return f.share.Keys().AliveTTL() 
 
 func (f *shareFace) subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error) {
 	return subscribeForGrants(ctx, c, f, always)
-}
-
-func (f *shareFace) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
-	if call.newOwner {
-		return f.share.AcquireNew(ctx, f.rdb, call.owner, call.lease, call.waiter)
-	}
-	return f.share.Acquire(ctx, f.rdb, call.owner, call.requestID, call.lease, call.token, call.waiter)
-}
-
-func (f *shareFace) release(ctx context.Context, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error) {
-	return f.share.Release(ctx, f.rdb, owner, token, requestID)
-}
-
-func (f *shareFace) leave(ctx context.Context, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
-	_, err := f.share.Leave(ctx, f.rdb, w, owner, lease, newOwner)
-	return err
-}
-
-func (f *shareFace) renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error) {
-	return f.share.Renew(ctx, f.rdb, owner, token, lease)
 }
 
 func (f *shareFace) renewal(owner string, token uint64) reentrant.Renewal {
