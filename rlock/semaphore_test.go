@@ -40,6 +40,24 @@ func receivePermit(t *testing.T, res <-chan permitted) *Permit {
 	return r.p
 }
 
+// ask is an Acquire of n permits on sem.
+type ask struct {
+	sem *Semaphore
+	n   int64
+}
+
+// queueInOrder makes each of asks, on semaphore name, in the background,
+// each once the one before is queued, and returns their results in order.
+func queueInOrder(ctx context.Context, t *testing.T, srv *redistest.Server, name string, asks ...ask) []<-chan permitted {
+	t.Helper()
+	var out []<-chan permitted
+	for i, a := range asks {
+		out = append(out, acquireInBackground(ctx, a.sem, a.n))
+		waitForSemQueued(t, srv, name, int64(i+1))
+	}
+	return out
+}
+
 // requireWaiting fails if a background Acquire has returned.
 func requireWaiting(t *testing.T, res <-chan permitted, why string) {
 	t.Helper()
@@ -167,10 +185,8 @@ func TestSemaphoreStrictFIFO(t *testing.T) {
 	held, err := sem.Acquire(ctx, 2)
 	require.NoError(t, err)
 
-	head := acquireInBackground(ctx, b.Semaphore("fifo", 4), 3)
-	waitForSemQueued(t, srv, "fifo", 1)
-	later := acquireInBackground(ctx, c.Semaphore("fifo", 4), 1)
-	waitForSemQueued(t, srv, "fifo", 2)
+	q := queueInOrder(ctx, t, srv, "fifo", ask{b.Semaphore("fifo", 4), 3}, ask{c.Semaphore("fifo", 4), 1})
+	head, later := q[0], q[1]
 	for range 20 {
 		_, err = c.Semaphore("fifo", 4).TryAcquire(ctx, 1)
 		require.ErrorIs(t, err, ErrNotObtained, "TryAcquire took past the queue")
@@ -322,10 +338,8 @@ func TestSemaphoreLoweredBelowAWaitersAsk(t *testing.T) {
 	sem := a.Semaphore("lowered", 2)
 	p, err := sem.Acquire(ctx, 1)
 	require.NoError(t, err)
-	big := acquireInBackground(ctx, b.Semaphore("lowered", 2), 2)
-	waitForSemQueued(t, srv, "lowered", 1)
-	small := acquireInBackground(ctx, b.Semaphore("lowered", 2), 1)
-	waitForSemQueued(t, srv, "lowered", 2)
+	queued := queueInOrder(ctx, t, srv, "lowered", ask{b.Semaphore("lowered", 2), 2}, ask{b.Semaphore("lowered", 2), 1})
+	big, small := queued[0], queued[1]
 
 	require.NoError(t, sem.SetMax(ctx, 1))
 	r := within(t, big, "the refused waiter went on waiting")
