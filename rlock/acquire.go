@@ -279,10 +279,13 @@ func (a *attempt) notObtained(ctxErr error) error {
 }
 
 // isServerReply reports whether err is an error reply from Redis, which
-// means the script was rejected as a whole rather than possibly run.
+// means the script was rejected as a whole rather than possibly run, or a
+// refusal the script replied with, having written nothing (permits above
+// a semaphore's size): either way there is nothing to clean up.
 func isServerReply(err error) bool {
 	var rerr redis.Error
-	return errors.As(err, &rerr)
+	return errors.As(err, &rerr) || errors.Is(err, reentrant.ErrInvalidPermits) ||
+		errors.Is(err, reentrant.ErrInvalidSize) || errors.Is(err, reentrant.ErrPermitsHeld)
 }
 
 // newRequestID names one script call for replay. It only has to be unique
