@@ -82,7 +82,7 @@ func TestRequestIDReplays(t *testing.T) {
 	require.Equal(t, map[string]int64{"A": 1}, st.Holders, "one release counted once")
 
 	// A remembered acquire is not replayed once the owner has lost the lock.
-	_, err = l.ForceRelease(ctx, rdb)
+	_, err = l.ForceRelease(ctx, rdb, "force-acquire-1")
 	require.NoError(t, err)
 	r, err := l.Acquire(ctx, rdb, "A", "same", testLease, 0, Waiter{})
 	require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestStaleTokenChangesNothing(t *testing.T) {
 	r, err := l.Acquire(ctx, rdb, "A", "r1", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	old := r.Token
-	_, err = l.ForceRelease(ctx, rdb)
+	_, err = l.ForceRelease(ctx, rdb, "force-acquire-2")
 	require.NoError(t, err)
 	r, err = l.Acquire(ctx, rdb, "A", "r2", testLease, 0, Waiter{})
 	require.NoError(t, err)
@@ -120,7 +120,7 @@ func TestStaleTokenChangesNothing(t *testing.T) {
 	again, err = l.Acquire(ctx, rdb, "A", "r5", testLease, r.Token, Waiter{})
 	require.NoError(t, err)
 	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: r.Token}, again)
-	_, err = l.ForceRelease(ctx, rdb)
+	_, err = l.ForceRelease(ctx, rdb, "force-acquire-3")
 	require.NoError(t, err)
 	again, err = l.Acquire(ctx, rdb, "A", "r6", testLease, r.Token, Waiter{})
 	require.NoError(t, err)

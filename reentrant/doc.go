@@ -109,10 +109,10 @@
 //
 // go-redis resends a command on a read timeout, so one call may run twice.
 // A request ID runs at most once: the request key remembers the result of
-// an acquire or a release for RequestTTL, and a resent call replays it
-// instead of counting, queueing or granting again. An owner made for one
-// call (AcquireNew) needs no request key: a hold it already has can only
-// be that call's own. A waiter's record is the same in every run of its
+// an acquire, a release or a force release for RequestTTL, and a resent
+// call replays it instead of counting, queueing, granting or deleting
+// again. An owner made for one call (AcquireNew) needs no request key: a
+// hold it already has can only be that call's own. A waiter's record is the same in every run of its
 // call, so it is queued once and left by value. Leave and pass act only
 // on what they find (the waiter's record, a free lock), so a resend grants
 // nothing twice.

@@ -144,7 +144,7 @@ func TestReleaseGetsPastManyDeadWaiters(t *testing.T) {
 func TestForceReleaseGetsPastManyDeadWaiters(t *testing.T) {
 	forEachMode(t, "drain-force", func(t *testing.T, ctx context.Context, rdb *redis.Client, l Keys) {
 		token, sub := holdWithDeadAhead(t, ctx, rdb, l)
-		deleted, err := l.ForceRelease(ctx, rdb)
+		deleted, err := l.ForceRelease(ctx, rdb, "force-drain-1")
 		require.NoError(t, err)
 		require.Equal(t, token, deleted)
 		requireGrantedTo(t, ctx, rdb, l, sub, "live", "L")

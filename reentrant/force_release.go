@@ -8,17 +8,17 @@ import (
 )
 
 // forceReleaseScript runs lua/force_release.lua.
-var forceReleaseScript = grantingScript("force_release.lua")
+var forceReleaseScript = grantingScript("replay.lua", "force_release.lua")
 
 // ForceRelease deletes the lock whoever holds it and grants it to the
 // oldest live waiter, if any, before it returns (see handOn). It returns
-// the token of the hold it deleted, or 0 when the lock was free. It
-// carries no request ID: a resent call (go-redis resends on a read
-// timeout) deletes whatever hold it finds, the one its first run granted
-// included.
-func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter) (uint64, error) {
-	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
-	reply, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish).Int64Slice()
+// the token of the hold it deleted, or 0 when the lock was free.
+// requestID must be unique per force release: a repeated call with the
+// same ID (go-redis resends one whose reply was lost) replays the first
+// result, rather than deleting the hold its first run granted.
+func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter, requestID string) (uint64, error) {
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted, k.RequestKey(requestID)}
+	reply, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish, k.requestTTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 func TestForceRelease(t *testing.T) {
 	ctx, rdb, l := setup(t, "force")
-	deleted, err := l.ForceRelease(ctx, rdb)
+	deleted, err := l.ForceRelease(ctx, rdb, "f1")
 	require.NoError(t, err)
 	require.Zero(t, deleted)
 
@@ -20,7 +20,7 @@ func TestForceRelease(t *testing.T) {
 	got, err := l.AcquireNew(ctx, rdb, "B", testLease, w)
 	require.NoError(t, err)
 	require.False(t, got.Acquired)
-	deleted, err = l.ForceRelease(ctx, rdb)
+	deleted, err = l.ForceRelease(ctx, rdb, "f2")
 	require.NoError(t, err)
 	require.Equal(t, r.Token, deleted, "it names the hold it deleted")
 	g := receiveGrant(t, sub)
@@ -29,4 +29,13 @@ func TestForceRelease(t *testing.T) {
 	st, err := l.Inspect(ctx, rdb)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"B": 1}, st.Holders)
+
+	// A resend of the same request replays its reply, token to the digit,
+	// and leaves the hold it granted alone.
+	again, err := l.ForceRelease(ctx, rdb, "f2")
+	require.NoError(t, err)
+	require.Equal(t, deleted, again)
+	st, err = l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"B": 1}, st.Holders, "the resend deleted the hold its first run granted")
 }

@@ -91,10 +91,10 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Keys) {
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	held := currentToken(t, rdb, l)
-	deleted, err := l.ForceRelease(ctx, rdb)
+	deleted, err := l.ForceRelease(ctx, rdb, "force-fuzz-1")
 	require.NoError(t, err)
 	require.Equal(t, held, deleted)
-	deleted, err = l.ForceRelease(ctx, rdb)
+	deleted, err = l.ForceRelease(ctx, rdb, "force-fuzz-2")
 	require.NoError(t, err)
 	require.Zero(t, deleted, "already free")
 	r, err = l.AcquireNew(ctx, rdb, "C", lease, Waiter{})
@@ -206,7 +206,7 @@ func FuzzOperations(f *testing.F) {
 					fail("got %v, %v; want %v", got, err, want)
 				}
 			case opForce:
-				got, err := l.ForceRelease(ctx, rdb)
+				got, err := l.ForceRelease(ctx, rdb, "force-fuzz-3")
 				if want := m.force(); err != nil || got != want {
 					fail("got %v, %v; want %v", got, err, want)
 				}

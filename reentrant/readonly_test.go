@@ -81,7 +81,7 @@ var freeingScripts = []struct {
 		return err
 	}},
 	{"force release", false, func(ctx context.Context, rdb *redis.Client, l Keys, _ uint64) error {
-		_, err := l.ForceRelease(ctx, rdb)
+		_, err := l.ForceRelease(ctx, rdb, "force-readonly-1")
 		return err
 	}},
 	{"look at a free lock", true, func(ctx context.Context, rdb *redis.Client, l Keys, _ uint64) error {

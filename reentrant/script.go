@@ -85,16 +85,16 @@ func newScript(files ...luaFile) *script {
 // plainScript is the script of file alone.
 func plainScript(file string) *script { return newScript(luaFiles(file)...) }
 
-// grantingScript is the script of file, which can leave a lock free: the
-// library runs first, so that file can grant.
-func grantingScript(file string) *script {
-	return newScript(luaFiles(slices.Concat(library, []string{file})...)...)
+// grantingScript is the script of files, the last of which can leave a
+// lock free: the library runs first, so that it can grant.
+func grantingScript(files ...string) *script {
+	return newScript(luaFiles(slices.Concat(library, files)...)...)
 }
 
-// sharedScript is the script of file, of a multi-holder resource, which
-// can grant: the shared library runs first.
-func sharedScript(file string) *script {
-	return newScript(luaFiles(slices.Concat(sharedLibrary, []string{file})...)...)
+// sharedScript is the script of files, the last of which is a multi-holder
+// resource's and can grant: the shared library runs first.
+func sharedScript(files ...string) *script {
+	return newScript(luaFiles(slices.Concat(sharedLibrary, files)...)...)
 }
 
 // Run runs the script by EVALSHA (EVAL when the server has not cached it),

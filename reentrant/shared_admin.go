@@ -12,7 +12,7 @@ import (
 var (
 	sharedPassScript         = sharedScript("shared_pass.lua")
 	sharedSetSizeScript      = sharedScript("shared_set_size.lua")
-	sharedForceReleaseScript = sharedScript("shared_force_release.lua")
+	sharedForceReleaseScript = sharedScript("replay.lua", "shared_force_release.lua")
 	sharedInspectScript      = newScript(luaFiles("token.lua", "shared.lua", "shared_inspect.lua")...)
 )
 
@@ -53,11 +53,12 @@ func (k SharedKeys) SetSize(ctx context.Context, rdb redis.Scripter, size int64)
 
 // ForceRelease ends every hold of the resource, whoever holds it, and
 // grants what fits of its queue before it returns. It returns how many
-// holds it ended. Like Keys.ForceRelease it carries no request ID: a
-// resent call ends whatever holds it finds, its first run's grants
-// included.
-func (k SharedKeys) ForceRelease(ctx context.Context, rdb redis.Scripter) (int64, error) {
-	reply, err := sharedForceReleaseScript.Run(ctx, rdb, k.keys(), k.size, k.lock.publish).Int64Slice()
+// holds it ended. Like Keys.ForceRelease, a repeated call with the same
+// requestID replays the first result rather than ending the holds its
+// first run granted.
+func (k SharedKeys) ForceRelease(ctx context.Context, rdb redis.Scripter, requestID string) (int64, error) {
+	reply, err := sharedForceReleaseScript.Run(ctx, rdb, k.keys(k.RequestKey(requestID)), k.size, k.lock.publish,
+		k.lock.requestTTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("reentrant: force-release %s %q: %w", k.Kind, k.Name, err)
 	}

@@ -68,7 +68,7 @@ func TestNoSharedGrantIsPublishedOnAReplica(t *testing.T) {
 			return err
 		},
 		"force release": func() error {
-			_, err := k.ForceRelease(ctx, rdb)
+			_, err := k.ForceRelease(ctx, rdb, "force-shared_failure-1")
 			return err
 		},
 	} {

@@ -260,7 +260,7 @@ func TestSharedGrantGetsPastManyDeadWaiters(t *testing.T) {
 
 	// A try finds the resource free behind more dead entries than one run
 	// gets past: it drains them over its runs, then takes.
-	_, err = k.ForceRelease(ctx, rdb)
+	_, err = k.ForceRelease(ctx, rdb, "force-shared_lease-1")
 	require.NoError(t, err)
 	require.NoError(t, rdb.RPush(ctx, k.Queue, recs...).Err())
 	r, err := read.AcquireNew(ctx, rdb, "T", testLease, Waiter{})

@@ -10,9 +10,11 @@ package rlock
 // script cache (a restart, SCRIPT FLUSH). Redis checks the commands a script
 // runs against the caller's ACL too, hence the hash, string and expiry
 // commands, the list commands of the waiters' queue, and PUBLISH (SPUBLISH)
-// for the grant message. The last line is the RW lock's: its holds' lease
-// deadlines are a sorted set (the ZSCORE is its renewal's), its grants read
-// and trim runs of the queue, and its Inspect counts the queue (LLEN). GETEX is the write that changes nothing a grant
+// for the grant message. The last line is the RW lock's and the
+// semaphore's (whose size is one more string key, and SetMax needs nothing
+// more): their holds' lease deadlines are a sorted set (the ZSCORE is
+// their renewal's), their grants read and trim runs of the queue, and
+// their Inspect counts the queue (LLEN). GETEX is the write that changes nothing a grant
 // runs before it publishes, so that a node refusing writes (a replica)
 // fails the script before any waiter hears of the grant. SUBSCRIBE is for
 // waiters: a client subscribes its grant channel once and keeps it; with

@@ -163,8 +163,10 @@ func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string, opt
 // aclWorkload makes every kind of call a baton client makes: acquire (EVALSHA),
 // re-entry, a contended wait over pub/sub idle long enough for the hub's
 // health-check PING, watchdog renewals, Inspect, a partial and a full
-// release, the waiter's unsubscribe, and ForceUnlock; and on an RW lock a
-// renewed read, a write granted by its release, Inspect and ForceUnlock. It returns the first
+// release, the waiter's unsubscribe, and ForceUnlock; on an RW lock a
+// renewed read, a write granted by its release, Inspect and ForceUnlock;
+// and on a semaphore (semWorkload) renewed permits, a waiter granted by
+// SetMax, Release, Inspect and ForceRelease. It returns the first
 // error; denied calls that only show in ACL LOG are the caller's to check.
 // Both clients are made with opts.
 func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name string, opts ...Option) (err error) {
@@ -196,7 +198,7 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	if err != nil {
 		return err
 	}
-	var waitErr [2]error
+	var waitErr [3]error
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		l, err := b.Lock(ctx, name)
@@ -205,16 +207,21 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 		}
 		waitErr[0] = err
 	})
-	defer func() { wg.Wait(); err = errors.Join(err, waitErr[0], waitErr[1]) }()
+	defer func() { wg.Wait(); err = errors.Join(err, waitErr[0], waitErr[1], waitErr[2]) }()
 	// A waiter that gives up leaves the queue (LREM). It waits long enough
 	// to have queued first, even where subscribing is slow under load.
 	if _, err := b.Lock(ctx, name, WaitAtMost(400*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
 		return errors.Join(err, errors.New("a waiter did not give up"))
 	}
-	// Wire mode has no RW lock (ErrWireUnsupported): its rules need none.
+	// Wire mode has no RW lock and no semaphore (ErrWireUnsupported): its
+	// rules need none.
 	var read *Lock
+	var permits *Permit
 	if a.wire == nil {
 		if read, err = rwWorkload(ctx, a, b, name+"/rw", &wg, &waitErr[1]); err != nil {
+			return err
+		}
+		if permits, err = semWorkload(ctx, a, b, name+"/sem", &wg, &waitErr[2]); err != nil {
 			return err
 		}
 	}
@@ -226,6 +233,9 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	}
 	if read != nil {
 		if err := rwRelease(ctx, a, b, name+"/rw", read); err != nil {
+			return err
+		}
+		if err := semRelease(ctx, a, b, name+"/sem", permits); err != nil {
 			return err
 		}
 	}

@@ -168,7 +168,7 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 		// The hold ended since the turn was taken: give the count back.
 		h.giveTurnBack(a.via)
 		l.cancel(err)
-		a.c.background.run(func() { a.release(a.owner, res.Token) })
+		a.releaseLater(a.owner, res.Token)
 		return nil, a.notObtained(err)
 	}
 	return l, nil
@@ -223,8 +223,7 @@ func (a *attempt) claim(ctx context.Context, token uint64, sent time.Time, lease
 		a.giveBack(ctx, token)
 		return nil, 0, nil
 	}
-	owner := a.owner
-	a.c.background.run(func() { a.release(owner, token) })
+	a.releaseLater(a.owner, token)
 	if errors.Is(err, errStaleGrant) {
 		return nil, 0, nil
 	}
@@ -280,10 +279,13 @@ func (a *attempt) notObtained(ctxErr error) error {
 }
 
 // isServerReply reports whether err is an error reply from Redis, which
-// means the script was rejected as a whole rather than possibly run.
+// means the script was rejected as a whole rather than possibly run, or a
+// refusal the script replied with, having written nothing (permits above
+// a semaphore's size): either way there is nothing to clean up.
 func isServerReply(err error) bool {
 	var rerr redis.Error
-	return errors.As(err, &rerr)
+	return errors.As(err, &rerr) || errors.Is(err, reentrant.ErrInvalidPermits) ||
+		errors.Is(err, reentrant.ErrInvalidSize) || errors.Is(err, reentrant.ErrPermitsHeld)
 }
 
 // newRequestID names one script call for replay. It only has to be unique

@@ -21,7 +21,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	deleted, err := p.keys.ForceRelease(ctx, c.rdb)
+	deleted, err := p.keys.ForceRelease(ctx, c.rdb, newRequestID())
 	if err != nil || deleted == 0 {
 		return false, err
 	}

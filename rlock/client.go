@@ -36,7 +36,7 @@ type Client struct {
 	wd     *watchdog.Scheduler[*hold]
 
 	table      holdTable // the holds this client has
-	background cleanups  // clean-ups of failed calls; Close waits for them
+	background cleanups  // clean-ups of failed calls and dead grants; Close waits for them
 	closeOnce  sync.Once
 
 	// afterFirstAttempt, when set by tests, runs between the first failed
@@ -114,9 +114,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 
 // Close wakes every waiting Lock call with ErrClosed, stops the watchdog,
 // releases the locks this client still holds (best effort, bounded in time)
-// and ends their contexts with ErrClosed. It also waits for failed Lock
-// calls to finish giving back acquires whose reply was lost (at most a
-// second each). It does not close the Redis client. Close is idempotent.
+// and ends their contexts with ErrClosed. It also waits for the clean-ups
+// still going on in the background (give-backs of failed calls and of
+// grants nobody took, which retry while Redis is unreachable), up to the
+// same bound, then cancels those left: what they would have given back
+// ends with its lease. It does not close the Redis client. Close is
+// idempotent.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
@@ -134,7 +137,7 @@ func (c *Client) Close() error {
 			h := l.hold
 			_, _ = h.res.release(ctx, h.owner, h.token, l.unlockReq)
 		}
-		c.background.wait()
+		c.background.wait(ctx)
 	})
 	return err
 }

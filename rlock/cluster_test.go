@@ -21,15 +21,23 @@ import (
 func TestOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	t.Run("ScriptsStaySingleSlot", func(t *testing.T) { testScriptsStaySingleSlot(t, cl) })
-	t.Run("MutualExclusionSharded", func(t *testing.T) { testClusterMutualExclusion(t, cl, "spublish") })
+	t.Run("MutualExclusionSharded", func(t *testing.T) { testClusterMutualExclusion(t, cl, plainMember, "spublish") })
 	t.Run("MutualExclusionClassic", func(t *testing.T) {
-		testClusterMutualExclusion(t, cl, "publish", WithClassicPubSub())
+		testClusterMutualExclusion(t, cl, plainMember, "publish", WithClassicPubSub())
 	})
+	t.Run("RWMutualExclusionSharded", func(t *testing.T) { testClusterMutualExclusion(t, cl, rwMember, "spublish") })
 	t.Run("LivenessKeysWithClassicPubSub", func(t *testing.T) { testLivenessKeysWithClassicPubSub(t, cl) })
 	t.Run("ReentrancyAndWakeOnAnotherShard", func(t *testing.T) { testReentrancyOnAnotherShard(t, cl) })
 	t.Run("WatchdogRenewsOnEveryShard", func(t *testing.T) { testWatchdogOnEveryShard(t, cl) })
 	t.Run("SlotMigrationMidWait", func(t *testing.T) { testSlotMigrationMidWait(t, cl) })
-	t.Run("FIFOQueueAcrossASlotMigration", func(t *testing.T) { testFIFOAcrossSlotMigration(t, cl) })
+	for _, m := range []familyMember{plainMember, rwMember} {
+		t.Run("KeysInOneSlot/"+m.kind, func(t *testing.T) { testFamilySingleSlot(t, cl, m) })
+		t.Run("OrderAcrossASlotMigration/"+m.kind, func(t *testing.T) { testOrderAcrossSlotMigration(t, cl, m) })
+	}
+	t.Run("RWBatchGrant", func(t *testing.T) { testBatchGrant(t, cl, rwMember) })
+	t.Run("RWUnderACLClusterRulesAcrossASlotMigration", func(t *testing.T) {
+		testOrderAcrossSlotMigration(t, cl, rwMember, aclUser(t, cl, "rwcluster"))
+	})
 }
 
 // clusterClient is a Client on a cluster connection pool of its own, like a
@@ -109,20 +117,23 @@ func readStats(t *testing.T, cl *redistest.Cluster) []redistest.CommandStats {
 	return stats
 }
 
-// The mutual-exclusion counter of TestMutualExclusion, with one lock and one
-// counter on each shard, so every shard's pub/sub connection must work.
-// Releases must publish with publish ("publish" or "spublish") only.
-func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, publish string, opts ...Option) {
+// The mutual-exclusion counter of TestMutualExclusion, with one member's
+// exclusive holds of one name and one counter on each shard, so every
+// shard's pub/sub connection must work. Releases must publish with
+// publish ("publish" or "spublish") only.
+func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, m familyMember, publish string, opts ...Option) {
 	ctx := testCtx(t)
 	rdb := cl.ClusterClient()
-	names := namePerShard(t, cl, "mx-"+publish+"-")
+	names := namePerShard(t, cl, "mx-"+m.kind+"-"+publish+"-")
 	before := readStats(t, cl)
 	const clients, perClient, perName = 3, 4, 250
 	var occupancy, maxOccupancy [3]atomic.Int64
 	var next, slowest atomic.Int64
 	var wg sync.WaitGroup
+	var c0 *Client // any of the clients, for the names' keys
 	for range clients {
 		c := clusterClient(t, cl.ClusterClient(), opts...)
+		c0 = c
 		for range perClient {
 			wg.Go(func() {
 				for {
@@ -132,7 +143,7 @@ func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, publish str
 					}
 					s := i % int64(len(names))
 					start := time.Now()
-					l, err := c.Lock(ctx, names[s])
+					release, err := m.take(ctx, c, names[s], false)
 					if !assertNoError(t, err) {
 						return
 					}
@@ -147,7 +158,7 @@ func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, publish str
 					err = rdb.Set(ctx, counter, v+1, 0).Err()
 					occupancy[s].Add(-1)
 					assertNoError(t, err)
-					assertNoError(t, l.Unlock(ctx))
+					assertNoError(t, release(ctx))
 				}
 			})
 		}
@@ -158,7 +169,7 @@ func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, publish str
 		require.NoError(t, err)
 		require.Equal(t, perName, got, "lost updates on %s", name)
 		require.EqualValues(t, 1, maxOccupancy[s].Load(), "two holders of %s at once", name)
-		require.Zero(t, rdb.Exists(ctx, lockKey(name)).Val())
+		require.Zero(t, rdb.Exists(ctx, m.keys(t, c0, name)[0]).Val(), "%s held after the last release", name)
 	}
 	// A release that woke nobody leaves its waiter to sleep out the
 	// holder's 30s watchdog lease.

@@ -31,6 +31,10 @@
 // its first look. Locks taken without WithLease use the watchdog lease (30s
 // by default), renewed every third of it in batched pipelines.
 //
+// The same holds, waiter queue and watchdog serve a read-write lock
+// (Client.RWLock) and a counting semaphore (Client.Semaphore), whose
+// Permits are owned, leased, renewed and granted in strict FIFO order.
+//
 // Redis is a single primary here, not Redlock: a failover can lose a lock, so
 // pass Token() to the storage you protect and have it reject stale tokens.
 // It does not own the Redis client, the key layout and scripts (package
@@ -78,9 +82,10 @@
 // that failed so is undone by replaying its request ID, which tells, then
 // releasing what it held; an Unlock that failed so is retried by its
 // caller under the first one's request ID, which replays it. Clean-ups run
-// in the background, bounded in time, and Close waits for them; a
-// clean-up's release whose reply is lost is resent under its request ID,
-// since no caller is there to retry it.
+// in the background and, since no caller is there to retry them, try again
+// under the same request ID while Redis cannot be reached, up to the lease
+// of what they give back; Close waits for them up to its own bound, then
+// cancels them.
 //
 // # Glossary
 //
@@ -121,22 +126,31 @@ package rlock
 // owner, unlock).
 //
 // Each plugs in at one seam, the unexported resource interface
-// (resource.go), today implemented only by plainLock over reentrant.Keys.
-// Each face is one implementation: the RW lock's read and write faces, and
-// the semaphore's permits. It names the face's scripts (acquire, as a
-// waiter too; release; leave; renew; and its renewal for the watchdog's
-// batch, which renews holds of every kind in one pipeline) and its
-// identity: its Redis key and face (resourceID). The holds table and the
-// handles a ctx carries are keyed by that identity, so c.Lock(r.Context(),
-// "orders") never re-enters an RW read handle of "orders", and rw.Lock can
-// find a read handle of its own RW lock in its ctx.
+// (resource.go), implemented by plainLock over reentrant.Keys and by
+// shareFace (shared_resource.go) over reentrant.Share for every face of a
+// multi-holder resource: the RW lock's read and write faces, and the
+// semaphore's permits (one shareFace per count asked for, all with one
+// identity); both run their scripts through batonScripts, written once
+// over what reentrant.Keys and reentrant.Share both offer. It names the
+// face's scripts (acquire, as a waiter too;
+// release; leave; renew; and its renewal for the watchdog's batch, which
+// renews holds of every kind in one pipeline) and its identity: its Redis
+// key and face (resourceID). The holds table and the handles a ctx carries
+// are keyed by that identity, so c.Lock(r.Context(), "orders") never
+// re-enters an RW read handle of "orders", and rw.Lock can find a read
+// handle of its own RW lock in its ctx.
 //
-// RWLock will add: its two faces; ErrUpgrade, for rw.Lock whose ctx
+// RWLock (rwlock.go) adds its two faces; ErrUpgrade, for rw.Lock whose ctx
 // carries a read handle and no write handle of the same RW lock (found by
 // identity, as handleIn finds a handle); a read granted at once inside a
 // write hold, and kept after the write's Unlock (downgrade); DoRead and Do
-// as Client.Do. Semaphore will add: its face, whose acquire carries the
-// permit count; Permit, a handle with its count (Permit wraps the handle
-// core: Context, Token, Release as the handle's unlock, no second copy);
-// SetMax. The Redis side they need (keys under the lock's hash tag,
-// request replay, the grant and record formats) is package reentrant's.
+// as Client.Do. Semaphore (semaphore.go) adds its face, whose acquire
+// carries the permit count, and which always runs under an owner of its
+// own (permits are counted, not re-entered: a Permit's Context in ctx is
+// no owner, WithOwner is refused); Permit, a handle as Lock is (it wraps
+// the handle core: Context, Token, Release as the handle's unlock, no
+// second copy), whose Count is its face's; SetMax, Inspect and
+// ForceRelease, the last shared with RWLock.ForceUnlock
+// (forceReleaseShared). The Redis side they need (keys under the lock's
+// hash tag, the size key, request replay, the grant and record formats,
+// the server-clock leases) is package reentrant's.

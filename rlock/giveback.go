@@ -8,18 +8,23 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// undoTimeout bounds each clean-up of a call that failed, or of a grant
-// nobody will use.
+// undoTimeout bounds a clean-up that runs on its caller's time, once Close
+// has begun, and the confirmation of a grant.
 const undoTimeout = time.Second
+
+// maxRetryPause is the longest pause between a clean-up's tries while Redis
+// cannot be reached: it is how late a give-back may come once Redis is back.
+const maxRetryPause = 100 * time.Millisecond
 
 // failed handles an acquire that returned err: it may have run, so giving
 // it back happens in the background, and the caller's ctx bounds the call,
-// not the clean-up, which may wait for an unreachable Redis.
+// not the clean-up, which goes on while Redis is unreachable (see
+// cleanups.run).
 func (a *attempt) failed(ctx context.Context, err error, requestID string, w reentrant.Waiter) error {
 	if !isServerReply(err) {
-		a.c.background.run(func() {
-			a.leave(w)
-			a.undo(requestID)
+		a.c.background.run(a.lease, func(ctx context.Context) {
+			a.leave(ctx, w)
+			a.undo(ctx, requestID)
 		})
 	}
 	if ctx.Err() != nil {
@@ -29,27 +34,30 @@ func (a *attempt) failed(ctx context.Context, err error, requestID string, w ree
 }
 
 // undo gives back an acquire whose reply was lost: it may or may not have
-// run. Replaying the same request ID tells which, and holds it either way;
-// one release then restores the count from before the call. If Redis stays
-// unreachable the lease frees the resource instead.
-func (a *attempt) undo(requestID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
+// run, or may run yet (a delayed network). Replaying the same request ID
+// tells which, and holds it either way (a late copy of the acquire then
+// replays too); one release then restores the count from before the call.
+// Both are tried again until Redis answers or ctx ends; if it ends first,
+// the lease frees the resource instead.
+func (a *attempt) undo(ctx context.Context, requestID string) {
 	var token uint64
 	if a.via != nil {
 		token = a.via.hold.token
 	}
-	res, err := a.acquireAs(ctx, requestID, token, reentrant.Waiter{})
+	var res reentrant.AcquireResult
+	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+		res, err = a.acquireAs(ctx, requestID, token, reentrant.Waiter{})
+		return err
+	})
 	if err == nil && res.Acquired {
 		releaseRetrying(ctx, a.res, a.owner, res.Token)
 	}
 }
 
-// release gives back one count of owner's hold of token, bounded in time.
-func (a *attempt) release(owner string, token uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
-	releaseRetrying(ctx, a.res, owner, token)
+// releaseLater gives back one count of owner's hold of token in the
+// background, retrying while Redis is unreachable, for up to the lease.
+func (a *attempt) releaseLater(owner string, token uint64) {
+	a.c.background.run(a.lease, func(ctx context.Context) { releaseRetrying(ctx, a.res, owner, token) })
 }
 
 // releaseRetrying gives back one count of owner's hold of token on res,
@@ -59,28 +67,41 @@ func (a *attempt) release(owner string, token uint64) {
 // table, until its lease ran out, and every waiter behind it waiting.
 func releaseRetrying(ctx context.Context, res resource, owner string, token uint64) {
 	id := newRequestID()
-	for {
+	_ = untilAnswered(ctx, func(ctx context.Context) error {
 		_, err := res.release(ctx, owner, token, id)
+		return err
+	})
+}
+
+// untilAnswered calls try until Redis answers it (nil, or an error reply)
+// or ctx ends, pausing between tries from 1ms up to maxRetryPause. It
+// returns try's last error, or ctx's.
+func untilAnswered(ctx context.Context, try func(context.Context) error) error {
+	for pause := time.Millisecond; ; pause = min(2*pause, maxRetryPause) {
+		err := try(ctx)
 		if err == nil || isServerReply(err) {
-			return
+			return err
 		}
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
-			return
-		case <-time.After(time.Millisecond):
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
 		}
 	}
 }
 
-// leave takes w out of the queue, bounded in time; if it was granted the
-// resource meanwhile, the same script passes it on.
-func (a *attempt) leave(w reentrant.Waiter) {
+// leave takes w out of the queue, trying again until Redis answers or ctx
+// ends; if it was granted the resource meanwhile, the same script passes
+// it on. Leaving is harmless to repeat.
+func (a *attempt) leave(ctx context.Context, w reentrant.Waiter) {
 	if w.ID == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
-	_ = a.res.leave(ctx, w, a.owner, a.lease, a.newOwner)
+	_ = untilAnswered(ctx, func(ctx context.Context) error {
+		return a.res.leave(ctx, w, a.owner, a.lease, a.newOwner)
+	})
 }
 
 // giveBack releases a grant of token that arrived dead, so that it passes
@@ -91,44 +112,73 @@ func (a *attempt) giveBack(ctx context.Context, token uint64) {
 	if _, err := a.res.release(ctx, a.owner, token, newRequestID()); err == nil {
 		return
 	}
-	owner := a.owner
-	a.c.background.run(func() { a.release(owner, token) })
+	a.releaseLater(a.owner, token)
 	if a.newOwner {
 		a.owner = a.c.newOwner()
 	}
 }
 
 // cleanups runs the clean-ups above in the background, where the call
-// that needs one must not wait for it; Close waits for them.
+// that needs one must not wait for it. Each goes on while Redis is
+// unreachable, up to a bound of its own (the lease of what it gives back:
+// after that Redis has freed it anyway), so that a hold it gives back is
+// gone as soon as Redis is reachable again. Close waits for them, up to
+// its own bound, then cancels the rest.
 type cleanups struct {
-	mu      sync.Mutex // guards stopped, so that no clean-up is added once Close waits
+	mu      sync.Mutex // guards stopped and ctx: no clean-up is added once Close waits
 	stopped bool
+	ctx     context.Context // every clean-up's: cancelled when Close stops waiting
+	cancel  context.CancelFunc
 	running sync.WaitGroup
 }
 
-// run runs f, which must end on its own soon, on a goroutine that Close
-// waits for. Once Close has begun, f runs inline instead.
-func (cs *cleanups) run(f func()) {
+// run runs f, with a ctx that ends after bound or when Close gives up on
+// it, on a goroutine that Close waits for. Once Close has begun, f runs
+// inline instead, on its caller's time, bounded by undoTimeout.
+func (cs *cleanups) run(bound time.Duration, f func(ctx context.Context)) {
 	cs.mu.Lock()
 	if cs.stopped {
 		cs.mu.Unlock()
-		f()
+		ctx, cancel := context.WithTimeout(context.Background(), min(bound, undoTimeout))
+		defer cancel()
+		f(ctx)
 		return
 	}
+	ctx, cancel := context.WithTimeout(cs.base(), bound)
 	cs.running.Add(1)
 	cs.mu.Unlock()
 	go func() {
 		defer cs.running.Done()
-		f()
+		defer cancel()
+		f(ctx)
 	}()
 }
 
-// stop makes every later run inline, and wait then waits for the runs
-// started before.
+// base is the ctx every clean-up's derives from, made at first use; cs.mu
+// is held.
+func (cs *cleanups) base() context.Context {
+	if cs.ctx == nil {
+		cs.ctx, cs.cancel = context.WithCancel(context.Background())
+	}
+	return cs.ctx
+}
+
+// stop makes every later run inline.
 func (cs *cleanups) stop() {
 	cs.mu.Lock()
 	cs.stopped = true
 	cs.mu.Unlock()
 }
 
-func (cs *cleanups) wait() { cs.running.Wait() }
+// wait waits for the runs started before stop until ctx ends, then
+// cancels those left and waits for them to return.
+func (cs *cleanups) wait(ctx context.Context) {
+	cs.mu.Lock()
+	cs.base()
+	cancel := cs.cancel
+	cs.mu.Unlock()
+	stop := context.AfterFunc(ctx, cancel)
+	cs.running.Wait()
+	stop()
+	cancel()
+}

@@ -71,9 +71,7 @@ func (c *Client) unclaimedGrant(_, msg string) {
 	if h := c.table.get(holdKey{res.id(), g.Owner}); h != nil && h.token == g.Token {
 		return
 	}
-	c.background.run(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-		defer cancel()
-		releaseRetrying(ctx, res, g.Owner, g.Token)
-	})
+	// The granted hold's lease is its waiter's, unknown here: the watchdog's
+	// bounds the retries.
+	c.background.run(c.cfg.watchdogLease, func(ctx context.Context) { releaseRetrying(ctx, res, g.Owner, g.Token) })
 }

@@ -67,10 +67,30 @@ const fast = 3 * time.Second
 // waitForQueued waits until n calls wait in the queue of lock name.
 func waitForQueued(t *testing.T, srv *redistest.Server, name string, n int64) {
 	t.Helper()
+	waitForQueueLen(t, srv, lockKey(name), n)
+}
+
+// waitForQueueLen waits until n calls wait in the queue of the resource
+// whose hash is key.
+func waitForQueueLen(t *testing.T, srv *redistest.Server, key string, n int64) {
+	t.Helper()
 	rdb := admin(t, srv)
 	require.Eventually(t, func() bool {
-		return rdb.LLen(context.Background(), lockKey(name)+":queue").Val() == n
-	}, 5*time.Second, 2*time.Millisecond, "waiters queued on %s", name)
+		return rdb.LLen(context.Background(), key+":queue").Val() == n
+	}, 5*time.Second, 2*time.Millisecond, "waiters queued on %s", key)
+}
+
+// within is the next value from ch, failing with what after fast.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(fast):
+		t.Fatal(what)
+		var zero T
+		return zero
+	}
 }
 
 type acquired struct {
@@ -94,14 +114,9 @@ func lockInBackground(ctx context.Context, c *Client, name string) <-chan acquir
 // receive returns a background Lock's result, failing after fast.
 func receive(t *testing.T, res <-chan acquired) *Lock {
 	t.Helper()
-	select {
-	case r := <-res:
-		require.NoError(t, r.err)
-		return r.lock
-	case <-time.After(fast):
-		t.Fatal("the waiter did not get the lock")
-		return nil
-	}
+	r := within(t, res, "the waiter did not get the lock")
+	require.NoError(t, r.err)
+	return r.lock
 }
 
 // lockKeys are the keys of the plain lock called name.

@@ -27,54 +27,68 @@ type proxy struct {
 	target string
 	ln     net.Listener
 
-	hole      chan struct{} // closed by Blackhole
-	holeOnce  sync.Once
+	hole      gate          // shut by Blackhole: nothing goes through
+	replies   gate          // shut by HoldReplies: no reply goes through
 	stop      chan struct{} // closed by Close
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
-	rule    *dropRule     // armed by DropNextReply, taken by the first match
-	held    chan struct{} // while replies are held back: closed to let them go
+	rule    *dropRule // armed by DropNextReply, taken by the first match
 	dropped atomic.Int64
+}
+
+// gate holds traffic back while shut. The zero value is open.
+type gate struct {
+	mu   sync.Mutex    // guards open
+	open chan struct{} // while shut: closed when it opens; nil while open
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open == nil {
+		g.open = make(chan struct{})
+	}
+}
+
+func (g *gate) reopen() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open != nil {
+		close(g.open)
+		g.open = nil
+	}
+}
+
+// pass blocks while the gate is shut; false when stop closes first.
+func (g *gate) pass(stop <-chan struct{}) bool {
+	g.mu.Lock()
+	open := g.open
+	g.mu.Unlock()
+	if open == nil {
+		select {
+		case <-stop:
+			return false
+		default:
+			return true
+		}
+	}
+	select {
+	case <-open:
+		return true
+	case <-stop:
+		return false
+	}
 }
 
 // HoldReplies keeps every reply from the server back, while commands still
 // go through, until ReleaseReplies.
-func (p *proxy) HoldReplies() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.held == nil {
-		p.held = make(chan struct{})
-	}
-}
+func (p *proxy) HoldReplies() { p.replies.shut() }
 
 // ReleaseReplies lets the held-back replies through, in order.
-func (p *proxy) ReleaseReplies() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.held != nil {
-		close(p.held)
-		p.held = nil
-	}
-}
-
-// awaitReplies blocks while replies are held back; false when closing.
-func (p *proxy) awaitReplies() bool {
-	p.mu.Lock()
-	held := p.held
-	p.mu.Unlock()
-	if held == nil {
-		return true
-	}
-	select {
-	case <-held:
-		return true
-	case <-p.stop:
-		return false
-	}
-}
+func (p *proxy) ReleaseReplies() { p.replies.reopen() }
 
 // dropRule swallows the reply to the first command it matches.
 type dropRule struct {
@@ -95,7 +109,7 @@ func startProxy(t *testing.T, target string) *proxy {
 	}
 	p := &proxy{
 		Addr: ln.Addr().String(), target: target, ln: ln,
-		hole: make(chan struct{}), stop: make(chan struct{}), conns: map[net.Conn]struct{}{},
+		stop: make(chan struct{}), conns: map[net.Conn]struct{}{},
 	}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.Close)
@@ -126,9 +140,14 @@ func (p *proxy) DropNextReply(match func(cmd []string) bool, hangUp bool) {
 // Dropped is how many replies have been swallowed.
 func (p *proxy) Dropped() int64 { return p.dropped.Load() }
 
-// Blackhole stops forwarding in both directions, on every connection, now
-// and later; connections stay open and new ones are accepted.
-func (p *proxy) Blackhole() { p.holeOnce.Do(func() { close(p.hole) }) }
+// Blackhole stops forwarding in both directions, on every connection, until
+// Restore; connections stay open and new ones are accepted. What was sent
+// meanwhile waits, and goes on once restored: a delayed network, not a
+// lossy one.
+func (p *proxy) Blackhole() { p.hole.shut() }
+
+// Restore ends a Blackhole.
+func (p *proxy) Restore() { p.hole.reopen() }
 
 // Close closes every connection and waits for the proxy's goroutines.
 func (p *proxy) Close() {
@@ -183,20 +202,6 @@ func (p *proxy) track(conns ...net.Conn) bool {
 	return true
 }
 
-// pass blocks while the proxy is blackholed; it reports false when the
-// proxy is closing.
-func (p *proxy) pass() bool {
-	select {
-	case <-p.hole:
-		<-p.stop
-		return false
-	case <-p.stop:
-		return false
-	default:
-		return true
-	}
-}
-
 func (p *proxy) forwardCommands(client, server net.Conn, q *replyQueue) {
 	r := bufio.NewReader(client)
 	for {
@@ -206,7 +211,7 @@ func (p *proxy) forwardCommands(client, server net.Conn, q *replyQueue) {
 		}
 		// Queued before the command is sent, so before its reply can arrive.
 		q.push(p.take(cmd))
-		if !p.pass() {
+		if !p.hole.pass(p.stop) {
 			return
 		}
 		if _, err := server.Write(raw); err != nil {
@@ -233,7 +238,7 @@ func (p *proxy) forwardReplies(server, client net.Conn, q *replyQueue, hangUp fu
 				continue
 			}
 		}
-		if !p.pass() || !p.awaitReplies() {
+		if !p.hole.pass(p.stop) || !p.replies.pass(p.stop) {
 			return
 		}
 		if _, err := client.Write(raw); err != nil {
@@ -340,7 +345,10 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 
 // scriptShapes tells the baton scripts apart by their numbers of keys and
 // of arguments.
-var scriptShapes = map[string][2]int{"acquire": {5, 10}, "release": {5, 4}}
+var scriptShapes = map[string][2]int{
+	"acquire": {5, 10}, "release": {5, 4}, "force-release": {5, 2},
+	"rw-acquire": {5, 13}, "rw-release": {5, 6}, "rw-leave": {4, 6}, "rw-renew": {2, 4}, "rw-force-release": {5, 3},
+}
 
 // isScript matches an EVALSHA or EVAL of the named baton script.
 func isScript(name string) func(cmd []string) bool {

@@ -69,12 +69,13 @@ type resourceID struct {
 	face string // lockFace for the plain lock
 }
 
-// The faces of the resources: the plain lock's only one, and the RW
-// lock's two.
+// The faces of the resources: the plain lock's only one, the RW lock's
+// two, and the semaphore's one, whatever the count of permits asked for.
 const (
-	lockFace  = "lock"
-	readFace  = "read"
-	writeFace = "write"
+	lockFace    = "lock"
+	readFace    = "read"
+	writeFace   = "write"
+	permitsFace = "permits"
 )
 
 // grantResource is the resource face grant g is of, or says why there is
@@ -83,7 +84,15 @@ func (c *Client) grantResource(g reentrant.Grant) (resource, error) {
 	if g.Kind == "" {
 		return c.plainLock(g.Lock) // grants are baton's own format: wire mode has none
 	}
-	return c.sharedResource(g.Kind, g.Mode, g.Lock)
+	k, err := c.sharedKeys(g.Kind, g.Lock)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.shareFace(k.Granted(g))
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // acquireCall is one run of a resource's acquire script.
@@ -102,8 +111,8 @@ type acquireCall struct {
 // plainLock is the plain reentrant lock: a hash of owner → hold count
 // under its name, and reentrant.Keys's scripts.
 type plainLock struct {
+	batonScripts
 	keys reentrant.Keys
-	rdb  redis.Scripter
 }
 
 // lockResource is the lock called name, in the client's format, or says
@@ -122,7 +131,7 @@ func (c *Client) plainLock(name string) (*plainLock, error) {
 	if err != nil {
 		return nil, lower(err)
 	}
-	return &plainLock{keys: k, rdb: c.rdb}, nil
+	return &plainLock{batonScripts: batonScripts{scripts: k, rdb: c.rdb}, keys: k}, nil
 }
 
 func (p *plainLock) id() resourceID { return resourceID{key: p.keys.Hash, face: lockFace} }
@@ -154,24 +163,43 @@ func subscribeForGrants(ctx context.Context, c *Client, res resource, always boo
 	return &subscribed{w: w, sub: sub, grants: true, look: true}, nil
 }
 
-func (p *plainLock) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
+// scriptSet is the script calls of a resource in baton's own format, the
+// same for every kind: reentrant.Keys (a plain lock) and reentrant.Share (a
+// face of a multi-holder resource) have them.
+type scriptSet interface {
+	Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64, w reentrant.Waiter) (reentrant.AcquireResult, error)
+	AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration, w reentrant.Waiter) (reentrant.AcquireResult, error)
+	Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error)
+	Leave(ctx context.Context, rdb redis.Scripter, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) (bool, error)
+	Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error)
+}
+
+// batonScripts are the script calls of the resource interface (acquire,
+// release, leave, renew) for a resource in baton's own format, written
+// once for every kind: plainLock and shareFace embed them.
+type batonScripts struct {
+	scripts scriptSet
+	rdb     redis.Scripter
+}
+
+func (b batonScripts) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	if call.newOwner {
-		return p.keys.AcquireNew(ctx, p.rdb, call.owner, call.lease, call.waiter)
+		return b.scripts.AcquireNew(ctx, b.rdb, call.owner, call.lease, call.waiter)
 	}
-	return p.keys.Acquire(ctx, p.rdb, call.owner, call.requestID, call.lease, call.token, call.waiter)
+	return b.scripts.Acquire(ctx, b.rdb, call.owner, call.requestID, call.lease, call.token, call.waiter)
 }
 
-func (p *plainLock) release(ctx context.Context, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error) {
-	return p.keys.Release(ctx, p.rdb, owner, token, requestID)
+func (b batonScripts) release(ctx context.Context, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error) {
+	return b.scripts.Release(ctx, b.rdb, owner, token, requestID)
 }
 
-func (p *plainLock) leave(ctx context.Context, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
-	_, err := p.keys.Leave(ctx, p.rdb, w, owner, lease, newOwner)
+func (b batonScripts) leave(ctx context.Context, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
+	_, err := b.scripts.Leave(ctx, b.rdb, w, owner, lease, newOwner)
 	return err
 }
 
-func (p *plainLock) renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error) {
-	return p.keys.Renew(ctx, p.rdb, owner, token, lease)
+func (b batonScripts) renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error) {
+	return b.scripts.Renew(ctx, b.rdb, owner, token, lease)
 }
 
 func (p *plainLock) renewal(owner string, token uint64) reentrant.Renewal {

@@ -46,8 +46,11 @@ func (c *Client) RWLock(name string) *RWLock {
 		rw.err = fmt.Errorf("%w: RWLock %q", ErrWireUnsupported, name)
 		return rw
 	}
-	if rw.read, rw.err = c.sharedResource(reentrant.KindRW, reentrant.ModeRead, name); rw.err == nil {
-		rw.write, rw.err = c.sharedResource(reentrant.KindRW, reentrant.ModeWrite, name)
+	k, err := c.sharedKeys(reentrant.KindRW, name)
+	if rw.err = err; err == nil {
+		if rw.read, rw.err = c.shareFace(k.Read()); rw.err == nil {
+			rw.write, rw.err = c.shareFace(k.Write())
+		}
 	}
 	return rw
 }
@@ -131,23 +134,10 @@ func (rw *RWLock) holdsOnlyRead(owner string) bool {
 // their Contexts end with ErrLockLost. Holders elsewhere find out at their
 // next renewal or Unlock.
 func (rw *RWLock) ForceUnlock(ctx context.Context) (int64, error) {
-	c := rw.c
-	if c.table.closed.Load() {
-		return 0, ErrClosed
-	}
 	if rw.err != nil {
 		return 0, rw.err
 	}
-	ids := [2]resourceID{rw.read.id(), rw.write.id()}
-	before := c.table.holdsOf(func(h *hold) bool { return h.res.id() == ids[0] || h.res.id() == ids[1] })
-	n, err := rw.read.share.Keys().ForceRelease(ctx, c.rdb)
-	if err != nil || n == 0 {
-		return 0, err
-	}
-	for _, h := range before {
-		h.cutOff(h.lost("force-unlocked"))
-	}
-	return n, nil
+	return rw.c.forceReleaseShared(ctx, rw.read.share.Keys())
 }
 
 // RWState is a snapshot of an RW lock, as RWLock.Inspect reads it.

@@ -2,47 +2,44 @@ package rlock
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/reentrant"
 )
 
 // shareFace is one face of a multi-holder resource: the RW lock's read or
-// write face, over reentrant.Share's scripts. Its holds' grants come in
-// messages addressed to every waiter of one client a grant admitted
-// (reentrant.ParseGrants); notify hands each waiter the message, and the
-// waiter reads its own grant from it (attempt.granted).
+// write face, or a semaphore's permits (one face per count asked for, all
+// with one identity), over reentrant.Share's scripts (batonScripts). Its
+// holds' grants come in messages addressed to every waiter of one client a
+// grant admitted (reentrant.ParseGrants); notify hands each waiter the
+// message, and the waiter reads its own grant from it (attempt.granted).
 type shareFace struct {
+	batonScripts
 	share reentrant.Share
 	face  string
-	rdb   redis.Scripter
 }
 
-// sharedResource is the face of mode of the resource of kind called name,
-// or says why there is none (ErrInvalidName). It sends nothing.
-func (c *Client) sharedResource(kind reentrant.Kind, mode reentrant.Mode, name string) (*shareFace, error) {
+// sharedKeys are the keys of the resource of kind called name, or say why
+// there are none (ErrInvalidName). It sends nothing.
+func (c *Client) sharedKeys(kind reentrant.Kind, name string) (reentrant.SharedKeys, error) {
 	k, err := c.ns.SharedKeys(kind, name)
+	return k, lower(err)
+}
+
+// faces names the face of each mode, for resourceID.
+var faces = map[reentrant.Mode]string{
+	reentrant.ModeRead:    readFace,
+	reentrant.ModeWrite:   writeFace,
+	reentrant.ModePermits: permitsFace,
+}
+
+// shareFace is the face of share s, as SharedKeys' Read, Write, Permits or
+// Granted returns it with err; it passes err on. It sends nothing.
+func (c *Client) shareFace(s reentrant.Share, err error) (*shareFace, error) {
 	if err != nil {
 		return nil, lower(err)
 	}
-	var s reentrant.Share
-	face := readFace
-	switch mode {
-	case reentrant.ModeRead:
-		s, err = k.Read()
-	case reentrant.ModeWrite:
-		s, err = k.Write()
-		face = writeFace
-	default:
-		err = fmt.Errorf("%w: no face of mode %q", ErrInvalidOption, mode)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &shareFace{share: s, face: face, rdb: c.rdb}, nil
+	return &shareFace{batonScripts: batonScripts{scripts: s, rdb: c.rdb}, share: s, face: faces[s.Mode()]}, nil
 }
 
 func (f *shareFace) id() resourceID { return resourceID{key: f.share.Keys().Hash, face: f.face} }
@@ -64,26 +61,27 @@ func (f *shareFace) subscribe(ctx context.Context, c *Client, always bool) (*sub
 	return subscribeForGrants(ctx, c, f, always)
 }
 
-func (f *shareFace) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
-	if call.newOwner {
-		return f.share.AcquireNew(ctx, f.rdb, call.owner, call.lease, call.waiter)
-	}
-	return f.share.Acquire(ctx, f.rdb, call.owner, call.requestID, call.lease, call.token, call.waiter)
-}
-
-func (f *shareFace) release(ctx context.Context, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error) {
-	return f.share.Release(ctx, f.rdb, owner, token, requestID)
-}
-
-func (f *shareFace) leave(ctx context.Context, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
-	_, err := f.share.Leave(ctx, f.rdb, w, owner, lease, newOwner)
-	return err
-}
-
-func (f *shareFace) renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error) {
-	return f.share.Renew(ctx, f.rdb, owner, token, lease)
-}
-
 func (f *shareFace) renewal(owner string, token uint64) reentrant.Renewal {
 	return f.share.Renewal(owner, token)
+}
+
+// forceReleaseShared ends every hold of the multi-holder resource k (every
+// face of it), whoever holds it, and grants what then fits of its queue;
+// it reports how many holds it ended. This Client's holds of k that were
+// in its table before the call are lost: their Contexts end with
+// ErrLockLost. Holders elsewhere find out at their next renewal or
+// release. RWLock.ForceUnlock and Semaphore.ForceRelease are this.
+func (c *Client) forceReleaseShared(ctx context.Context, k reentrant.SharedKeys) (int64, error) {
+	if c.table.closed.Load() {
+		return 0, ErrClosed
+	}
+	before := c.table.holdsOf(func(h *hold) bool { return h.res.id().key == k.Hash })
+	n, err := k.ForceRelease(ctx, c.rdb, newRequestID())
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	for _, h := range before {
+		h.cutOff(h.lost("force-released"))
+	}
+	return n, nil
 }

@@ -57,7 +57,7 @@ func (a *attempt) wait(ctx context.Context, s *subscribed, holderTTL time.Durati
 		case err == nil, errors.Is(err, notify.ErrWaitTimeout):
 			// A resync, a nudge, or time to look again.
 		default:
-			a.c.background.run(func() { a.leave(s.w) })
+			a.c.background.run(a.lease, func(ctx context.Context) { a.leave(ctx, s.w) })
 			return nil, a.waitError(err)
 		}
 	}
@@ -140,7 +140,7 @@ func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload strin
 		return nil
 	}
 	if lease < a.lease {
-		a.c.background.run(func() { a.confirm(l.hold) })
+		a.c.background.run(undoTimeout, func(ctx context.Context) { a.confirm(ctx, l.hold) })
 	}
 	return l
 }
@@ -150,9 +150,7 @@ func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload strin
 // fails leaves the hold to end when that short lease does, unless the
 // watchdog renews it first; one that finds the hold gone after its last
 // handle began to unlock found the release, not a loss.
-func (a *attempt) confirm(h *hold) {
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
+func (a *attempt) confirm(ctx context.Context, h *hold) {
 	sent := time.Now()
 	ok, err := a.res.renew(ctx, h.owner, h.token, a.lease)
 	switch {

@@ -4,16 +4,24 @@
 -- KEYS[2] fence: the fencing-token counter
 -- KEYS[3] queue: the waiters
 -- KEYS[4] granted: the last grant to a shared owner's waiter
+-- KEYS[5] req: the request key, which remembers this request's result so
+--         that a resent call replays it rather than deleting the hold its
+--         first run granted (see replay.lua)
 -- ARGV[1] publish: 'publish', 'spublish' or 'publish-alive' (see grant)
+-- ARGV[2] requestMs: how long the request key lasts, in ms
 -- Returns {token, left}: the token of the hold it deleted, or 0 when the
 -- lock was free; and 1 when it granted nobody but left entries in the
 -- queue (see grant), so that the client runs pass.lua, else 0.
-local hash, fence, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local publish = ARGV[1]
+local hash, fence, queue, granted, req = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local publish, requestMs = ARGV[1], ARGV[2]
 
+local seen = replayed(req)
+if seen then
+  return seen
+end
 if redis.call('exists', hash) == 0 then
-  return {0, 0}
+  return remember(req, {0, 0}, requestMs)
 end
 local deleted = redis.call('get', fence)
 local left = passOn(hash, fence, queue, granted, publish, deleted)
-return {tonumber(deleted or 0), left and 1 or 0}
+return remember(req, {tonumber(deleted or 0), left and 1 or 0}, requestMs)
