@@ -182,8 +182,11 @@ func TestRWAndSemaphoreContestantsOnARealServer(t *testing.T) {
 		require.Positive(t, r.Acquisitions, name)
 		if r.Scenario == semaphore {
 			require.NotNil(t, r.PermitsLeaked, name)
-			if r.Algorithm == CounterSemaphoreName {
+			switch r.Algorithm {
+			case CounterSemaphoreName:
 				require.EqualValues(t, leakHeld, *r.PermitsLeaked, "a counter never gets a dead holder's permits back")
+			case BatonSemaphoreName:
+				require.Zero(t, *r.PermitsLeaked, "a dead holder's permits return with its lease")
 			}
 			continue
 		}

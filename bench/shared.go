@@ -18,6 +18,9 @@ const (
 	// BatonPlainName is baton's plain lock taken for reads and writes alike:
 	// what an RW lock must beat on reads.
 	BatonPlainName = "baton-plain"
+	// BatonSemaphoreName is baton's Semaphore, the algorithm under test of
+	// the semaphore scenario.
+	BatonSemaphoreName = "baton-semaphore"
 	// CounterSemaphoreName is the counter semaphore in Redisson's RSemaphore
 	// format (counterSemaphore).
 	CounterSemaphoreName = "redisson-semaphore"
@@ -36,6 +39,7 @@ func RWAlgorithms() []Algorithm {
 // in table order.
 func SemaphoreAlgorithms() []Algorithm {
 	return []Algorithm{
+		{Name: BatonSemaphoreName, NewSemaphore: newBatonSemaphore},
 		{Name: CounterSemaphoreName, NewSemaphore: newCounterSemaphore},
 	}
 }
@@ -113,6 +117,41 @@ func (b batonRW) RLock(ctx context.Context, name string) (Held, error) {
 type batonPlain struct{ batonLocker }
 
 func (b batonPlain) RLock(ctx context.Context, name string) (Held, error) { return b.Lock(ctx, name) }
+
+// batonSemaphore is baton's Semaphore on one rlock.Client, as one process
+// would have, with the default watchdog lease, or Env.Lease as the
+// watchdog's lease.
+type batonSemaphore struct {
+	c       *rlock.Client
+	permits int64
+}
+
+func newBatonSemaphore(e Env) (PermitLocker, error) {
+	var opts []rlock.Option
+	if e.Lease > 0 {
+		opts = append(opts, rlock.WithWatchdogLease(e.Lease))
+	}
+	l, err := newBaton(opts...)(e)
+	if err != nil {
+		return nil, err
+	}
+	return batonSemaphore{c: l.(batonLocker).c, permits: e.Permits}, nil
+}
+
+func (s batonSemaphore) Acquire(ctx context.Context, name string, n int64) (Held, error) {
+	p, err := s.c.Semaphore(name, s.permits).Acquire(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return permitHeld{p}, nil
+}
+
+func (s batonSemaphore) Close() error { return s.c.Close() }
+
+// permitHeld is a *rlock.Permit as a Held: Unlock releases its permits.
+type permitHeld struct{ p *rlock.Permit }
+
+func (h permitHeld) Unlock(ctx context.Context) error { return h.p.Release(ctx) }
 
 // held is a *rlock.Lock as a Held: nil, not a nil pointer, on an error.
 func held(l *rlock.Lock, err error) (Held, error) {

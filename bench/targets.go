@@ -18,7 +18,7 @@ type Check struct {
 }
 
 // The targets, from the issues on passing the lock (FIFO hand-off), on
-// hardening, and on the read-write lock. A figure is judged as the detail shows it: fairness with three
+// hardening, on the read-write lock and on the semaphore. A figure is judged as the detail shows it: fairness with three
 // decimals, ratios with two, acq/s as a whole number.
 const (
 	hotWaitRatio     = 3.0  // hot-key wait p99 at most a third of the best's
@@ -92,6 +92,13 @@ func Targets(results []Result) []Check {
 				got := *rw.ReadsPerSec / *other.ReadsPerSec
 				return status(shown(got, 2) >= rwReadsPerPlain, fmt.Sprintf("%s %.0f = %.2f× %s %.0f",
 					BatonRWName, *rw.ReadsPerSec, got, BatonPlainName, *other.ReadsPerSec))
+			}),
+		singleOf(results, semaphore, BatonSemaphoreName, "0 leaked after a holder's SIGKILL",
+			func(b Result) (string, string) {
+				if b.PermitsLeaked == nil {
+					return "SKIP", "not measured (the target has no URL)"
+				}
+				return status(*b.PermitsLeaked == 0, fmt.Sprintf("%s %d of %d leaked", BatonSemaphoreName, *b.PermitsLeaked, leakHeld))
 			}),
 	}
 }

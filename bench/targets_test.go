@@ -44,6 +44,7 @@ func TestTargetsOfASampleRun(t *testing.T) {
 		"hot-key: server µs/acq ≤ 1.5× wire mode's":            "SKIP",
 		"rw-9:1: longest write wait ≤ 1/10 of redisson-rw's":   "SKIP",
 		"rw-9:1: reads/s ≥ 3× baton-plain's":                   "SKIP",
+		"semaphore: 0 leaked after a holder's SIGKILL":         "SKIP",
 	}, statuses(checks))
 
 	var buf bytes.Buffer
@@ -251,4 +252,17 @@ func TestRWTargets(t *testing.T) {
 	require.Equal(t, "nothing to compare with", got["reads"].Detail)
 	got = judge(rw(RedissonRWName, 2000, time.Second), rw(BatonPlainName, 1000, time.Second))
 	require.Equal(t, "no baton-rw result", got["wait"].Detail)
+}
+
+func TestSemaphoreLeakTarget(t *testing.T) {
+	leak := func(n int64) []Result {
+		return []Result{{Scenario: semaphore, Algorithm: BatonSemaphoreName, PermitsLeaked: &n}}
+	}
+	name := "semaphore: 0 leaked after a holder's SIGKILL"
+	require.Equal(t, "PASS", byTarget(Targets(leak(0)))[name].Status)
+	c := byTarget(Targets(leak(2)))[name]
+	require.Equal(t, "MISS", c.Status)
+	require.Equal(t, "baton-semaphore 2 of 2 leaked", c.Detail)
+	c = byTarget(Targets([]Result{{Scenario: semaphore, Algorithm: BatonSemaphoreName}}))[name]
+	require.Equal(t, "SKIP", c.Status)
 }
