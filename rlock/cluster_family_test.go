@@ -189,8 +189,9 @@ func testFamilySingleSlot(t *testing.T, cl *redistest.Cluster, m familyMember, p
 // A release of an exclusive hold admits every shared waiter queued behind
 // it at once, in one message per waiting client (k waiters on two
 // clients: two SPUBLISHes on the name's shard, no PUBLISH): all k hold
-// before any gives its hold up. With raise, the holder keeps its hold and
-// raise admits them instead (a semaphore's SetMax), as at once.
+// before any gives its hold up, and the release had granted them all
+// before it returned. With raise, the holder keeps its hold and raise
+// admits them instead (a semaphore's SetMax), as at once.
 func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember, raise func(context.Context, *Client, string, int64) error) {
 	ctx := testCtx(t)
 	home := cl.Nodes[1]
@@ -221,6 +222,7 @@ func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember, raise f
 	} else {
 		require.NoError(t, held.give(ctx))
 	}
+	require.Zero(t, home.Admin().LLen(ctx, queue).Val(), "granted them all before it returned")
 	got.Wait() // every waiter holds, and none has given its hold up
 	after, err := redistest.ReadCommandStats(ctx, home.Admin())
 	require.NoError(t, err)
