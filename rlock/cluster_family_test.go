@@ -46,6 +46,7 @@ type familyMember struct {
 type taken struct {
 	give  func(context.Context) error
 	token uint64
+	ctx   context.Context // the handle's Context
 }
 
 // lockTaken is l as taken, or err.
@@ -53,7 +54,7 @@ func lockTaken(l *Lock, err error) (taken, error) {
 	if err != nil {
 		return taken{}, err
 	}
-	return taken{give: l.Unlock, token: l.Token()}, nil
+	return taken{give: l.Unlock, token: l.Token(), ctx: l.Context()}, nil
 }
 
 // queue is the key of the waiters of name.
@@ -119,7 +120,7 @@ var semMember = familyMember{
 		if err != nil {
 			return taken{}, err
 		}
-		return taken{give: p.Release, token: p.Token()}, nil
+		return taken{give: p.Release, token: p.Token(), ctx: p.Context()}, nil
 	},
 	keys: func(t *testing.T, c *Client, name string) []string {
 		return sharedKeyNames(t, c, reentrant.KindSemaphore, name)

@@ -32,8 +32,7 @@ func TestOnCluster(t *testing.T) {
 		})
 		t.Run("KeysInOneSlot/"+m.kind, func(t *testing.T) { testFamilySingleSlot(t, cl, m, "spublish") })
 		t.Run("KeysInOneSlotClassic/"+m.kind, func(t *testing.T) {
-			// A short liveness TTL, for the waiters' keys to run out soon.
-			testFamilySingleSlot(t, cl, m, "publish", WithClassicPubSub(), WithLivenessTTL(150*time.Millisecond))
+			testFamilySingleSlot(t, cl, m, "publish", WithClassicPubSub())
 		})
 		t.Run("OrderAcrossASlotMigration/"+m.kind, func(t *testing.T) { testOrderAcrossSlotMigration(t, cl, m) })
 	}
@@ -176,7 +175,9 @@ func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, m familyMem
 		require.EqualValues(t, exclusive[s].Load(), got, "lost updates on %s", name)
 		require.LessOrEqual(t, maxOccupancy[s].Load(), m.size, "more than the size held of %s at once", name)
 		require.Zero(t, rdb.Exists(ctx, m.keys(t, c0, name)[0]).Val(), "%s held after the last release", name)
+		require.NoError(t, rdb.Del(ctx, "count:{"+name+"}").Err())
 	}
+	requireOnlyFenceOn(t, cl, names...)
 	// A release that woke nobody leaves its waiter to sleep out the
 	// holder's 30s watchdog lease.
 	require.Less(t, time.Duration(slowest.Load()), 10*time.Second, "a wake-up was lost")
@@ -316,9 +317,9 @@ func testReentrancyOnAnotherShard(t *testing.T, cl *redistest.Cluster) {
 	}
 }
 
-// A client holding locks on all three shards keeps them over several short
-// leases, and each renewal round sends one pipeline per node, carrying every
-// hold on that node.
+// A client holding locks, RW locks and permits on all three shards keeps
+// them over several short leases, and each renewal round sends one
+// pipeline per node, carrying every hold on that node, whatever its kind.
 func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	ctx := testCtx(t)
 	rdb := cl.ClusterClient()
@@ -327,13 +328,19 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	// three servers, and a busy machine must not stall them past the lease.
 	const lease = 900 * time.Millisecond
 	c := clusterClient(t, rdb, WithWatchdogLease(lease))
-	const perShard = 4
-	var locks []*Lock
-	for _, prefix := range []string{"wa-", "wb-", "wc-", "wd-"}[:perShard] {
-		for _, name := range namePerShard(t, cl, prefix) {
-			l, err := c.Lock(ctx, name)
+	members := []familyMember{plainMember, rwMember, semMember, plainMember}
+	perShard := len(members)
+	type watched struct {
+		taken
+		name string
+		hash string // its holds' key
+	}
+	var holds []watched
+	for i, m := range members {
+		for _, name := range namePerShard(t, cl, fmt.Sprintf("w%d-%s-", i, m.kind)) {
+			h, err := m.take(ctx, c, name, 1)
 			require.NoError(t, err)
-			locks = append(locks, l)
+			holds = append(holds, watched{h, name, m.keys(t, c, name)[0]})
 		}
 	}
 	// Leases taken a few ms apart may fall in different first rounds; from
@@ -345,11 +352,11 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	admin := cl.ClusterClient()
 	minTTL := lease
 	for end := time.Now().Add(4 * lease); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		for _, l := range locks {
-			ttl, err := admin.PTTL(ctx, lockKey(l.Name())).Result()
+		for _, h := range holds {
+			ttl, err := admin.PTTL(ctx, h.hash).Result()
 			require.NoError(t, err)
-			require.Positive(t, ttl, "%s expired while held", l.Name())
-			require.NoError(t, l.Context().Err(), "%s was lost", l.Name())
+			require.Positive(t, ttl, "%s expired while held", h.hash)
+			require.NoError(t, h.ctx.Err(), "%s was lost", h.hash)
 			minTTL = min(minTTL, ttl)
 		}
 	}
@@ -365,8 +372,18 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 			require.Equal(t, perShard, n, "every pipeline to %s carries all its holds: %v", addr, s)
 		}
 	}
-	for _, l := range locks {
-		require.NoError(t, l.Unlock(ctx))
+	for _, h := range holds {
+		require.NoError(t, h.give(ctx))
+		requireOnlyFenceOn(t, cl, h.name)
 	}
 	require.Zero(t, c.wd.Len())
+}
+
+// requireOnlyFenceOn is requireOnlyFence for each of names on the node
+// that serves it.
+func requireOnlyFenceOn(t *testing.T, cl *redistest.Cluster, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		requireOnlyFence(t, cl.Owner(t, slot.Of(name)).Admin(), name)
+	}
 }
