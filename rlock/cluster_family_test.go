@@ -135,6 +135,7 @@ var semMember = familyMember{
 // sharedKeyNames are the keys of the multi-holder resource of kind called
 // name, in familyMember.keys's order.
 func sharedKeyNames(t *testing.T, c *Client, kind reentrant.Kind, name string) []string {
+	t.Helper()
 	k, err := c.ns.SharedKeys(kind, name)
 	require.NoError(t, err)
 	return slices.DeleteFunc([]string{k.Hash, k.Leases, k.Fence, k.Size, k.Queue}, func(s string) bool { return s == "" })

@@ -15,9 +15,10 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// TestOnCluster runs the lock against a real three-master Redis Cluster. The
-// subtests share one cluster, because creating one takes seconds; the slot
-// migration runs last, and every subtest looks up who serves its slots.
+// TestOnCluster runs the lock family (the plain lock, the RW lock, the
+// semaphore) against a real three-master Redis Cluster. The subtests share
+// one cluster, because creating one takes seconds; some move slots, so
+// every subtest looks up who serves its slots.
 func TestOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	t.Run("ScriptsStaySingleSlot", func(t *testing.T) { testScriptsStaySingleSlot(t, cl) })
