@@ -2,6 +2,8 @@ package rlock
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,21 +18,43 @@ import (
 )
 
 // familyMember is one kind of the lock family as the cluster tests drive
-// it, so that each test runs for every kind. A kind whose holds can be
-// shared (shares) takes a shared hold when asked; the others take every
-// hold exclusive. (The semaphore joins with a member of its own: size 2,
-// a permit shared, both exclusive.)
+// it, so that each test runs for every kind. Its holds weigh 1 to size: a
+// hold of weight size is exclusive; a member whose size is above 1 has
+// holds that share it.
 type familyMember struct {
-	kind   string
-	shares bool
-	// take takes a hold of name for c and returns its release.
-	take func(ctx context.Context, c *Client, name string, shared bool) (release func(context.Context) error, err error)
+	kind string
+	size int64
+	// take takes a hold of name of weight (1 or size, or for a semaphore
+	// any number of permits up to it) for c.
+	take func(ctx context.Context, c *Client, name string, weight int64) (taken, error)
 	// keys are the keys of name that its scripts touch, but for request
 	// records and liveness keys, which are per call and per client: its
 	// holds' key first, its waiters' queue last.
 	keys func(t *testing.T, c *Client, name string) []string
 	// force ends every hold of name, whoever holds it.
 	force func(ctx context.Context, c *Client, name string) error
+	// readsShareToken: holds of weight 1 take the token of the last
+	// exclusive grant (an RW lock's reads), instead of a token of their
+	// own.
+	readsShareToken bool
+	// order is what testOrderAcrossSlotMigration asks for: the weight
+	// held first, then those queued behind it, in turn.
+	order []int64
+}
+
+// taken is a hold a familyMember took.
+type taken struct {
+	give  func(context.Context) error
+	token uint64
+	ctx   context.Context // the handle's Context
+}
+
+// lockTaken is l as taken, or err.
+func lockTaken(l *Lock, err error) (taken, error) {
+	if err != nil {
+		return taken{}, err
+	}
+	return taken{give: l.Unlock, token: l.Token(), ctx: l.Context()}, nil
 }
 
 // queue is the key of the waiters of name.
@@ -42,12 +66,9 @@ func (m familyMember) queue(t *testing.T, c *Client, name string) string {
 // plainMember is the plain lock: every hold exclusive.
 var plainMember = familyMember{
 	kind: "lock",
-	take: func(ctx context.Context, c *Client, name string, _ bool) (func(context.Context) error, error) {
-		l, err := c.Lock(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		return l.Unlock, nil
+	size: 1,
+	take: func(ctx context.Context, c *Client, name string, _ int64) (taken, error) {
+		return lockTaken(c.Lock(ctx, name))
 	},
 	keys: func(t *testing.T, c *Client, name string) []string {
 		k, err := c.lockKeys(name)
@@ -58,62 +79,98 @@ var plainMember = familyMember{
 		_, err := c.ForceUnlock(ctx, name)
 		return err
 	},
+	order: []int64{1, 1, 1, 1},
 }
 
-// rwMember is the RW lock: a shared hold is a read, an exclusive one the
-// write.
+// rwMember is the RW lock: a hold of weight 1 is a read, the exclusive one
+// the write.
 var rwMember = familyMember{
-	kind:   "rw",
-	shares: true,
-	take: func(ctx context.Context, c *Client, name string, shared bool) (func(context.Context) error, error) {
+	kind:            "rw",
+	size:            reentrant.WriteWeight,
+	readsShareToken: true,
+	take: func(ctx context.Context, c *Client, name string, weight int64) (taken, error) {
 		take := c.RWLock(name).Lock
-		if shared {
+		if weight == 1 {
 			take = c.RWLock(name).RLock
 		}
-		l, err := take(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return l.Unlock, nil
+		return lockTaken(take(ctx))
 	},
 	keys: func(t *testing.T, c *Client, name string) []string {
-		k, err := c.ns.SharedKeys(reentrant.KindRW, name)
-		require.NoError(t, err)
-		return []string{k.Hash, k.Leases, k.Fence, k.Queue}
+		return sharedKeyNames(t, c, reentrant.KindRW, name)
 	},
 	force: func(ctx context.Context, c *Client, name string) error {
 		_, err := c.RWLock(name).ForceUnlock(ctx)
 		return err
 	},
+	order: []int64{reentrant.WriteWeight, reentrant.WriteWeight, reentrant.WriteWeight, reentrant.WriteWeight, 1, 1, 1,
+		reentrant.WriteWeight},
+}
+
+// semSize is the size of semMember's semaphores.
+const semSize = 4
+
+// semMember is the semaphore of semSize permits: a hold takes the permits
+// of its weight. Its order test holds 2 and queues a head asking 3 before
+// asks for 1, which fit but must not overtake it.
+var semMember = familyMember{
+	kind: "sem",
+	size: semSize,
+	take: func(ctx context.Context, c *Client, name string, weight int64) (taken, error) {
+		p, err := c.Semaphore(name, semSize).Acquire(ctx, weight)
+		if err != nil {
+			return taken{}, err
+		}
+		return taken{give: p.Release, token: p.Token(), ctx: p.Context()}, nil
+	},
+	keys: func(t *testing.T, c *Client, name string) []string {
+		return sharedKeyNames(t, c, reentrant.KindSemaphore, name)
+	},
+	force: func(ctx context.Context, c *Client, name string) error {
+		_, err := c.Semaphore(name, semSize).ForceRelease(ctx)
+		return err
+	},
+	order: []int64{2, 3, 1, 1, semSize, 1, 2},
+}
+
+// sharedKeyNames are the keys of the multi-holder resource of kind called
+// name, in familyMember.keys's order.
+func sharedKeyNames(t *testing.T, c *Client, kind reentrant.Kind, name string) []string {
+	t.Helper()
+	k, err := c.ns.SharedKeys(kind, name)
+	require.NoError(t, err)
+	return slices.DeleteFunc([]string{k.Hash, k.Leases, k.Fence, k.Size, k.Queue}, func(s string) bool { return s == "" })
 }
 
 // A member's every script stays in its name's slot on each shard: a hold,
-// a queued waiter of each mode granted by the release, a forced release.
-// Every key the scripts wrote, and each client's grant channel, hashes to
-// the name's slot (CLUSTER KEYSLOT on the node that serves it), the grants
-// go out by SPUBLISH on the name's own shard, and nothing by PUBLISH.
-func testFamilySingleSlot(t *testing.T, cl *redistest.Cluster, m familyMember) {
+// a queued waiter of each weight granted by the release, a forced release.
+// Every key the scripts wrote (with classic PUBLISH, the waiters' liveness
+// keys too), and each client's grant channel, hashes to the name's slot
+// (CLUSTER KEYSLOT on the node that serves it), and the grants go out on
+// the name's own shard, by publish ("publish" or "spublish") only.
+func testFamilySingleSlot(t *testing.T, cl *redistest.Cluster, m familyMember, publish string, opts ...Option) {
 	ctx := testCtx(t)
-	c, other := clusterClient(t, cl.ClusterClient()), clusterClient(t, cl.ClusterClient())
+	c, other := clusterClient(t, cl.ClusterClient(), opts...), clusterClient(t, cl.ClusterClient(), opts...)
 	before := readStats(t, cl)
-	for _, name := range namePerShard(t, cl, "slot-"+m.kind+"-") {
+	for _, name := range namePerShard(t, cl, "slot-"+m.kind+"-"+publish+"-") {
 		home := cl.Owner(t, slot.Of(name))
-		release, err := m.take(ctx, c, name, false)
+		held, err := m.take(ctx, c, name, m.size)
 		require.NoError(t, err)
 		var waiters sync.WaitGroup
-		for i, shared := range []bool{false, m.shares} {
+		for i, weight := range []int64{m.size, 1} {
 			waiters.Go(func() {
-				if give, err := m.take(ctx, other, name, shared); assertNoError(t, err) {
-					assertNoError(t, give(ctx))
+				if h, err := m.take(ctx, other, name, weight); assertNoError(t, err) {
+					assertNoError(t, h.give(ctx))
 				}
 			})
 			require.Eventually(t, func() bool { return home.Admin().LLen(ctx, m.queue(t, c, name)).Val() == int64(i+1) },
 				5*time.Second, time.Millisecond)
 		}
 		touched := home.Admin().Keys(ctx, "*{"+name+"}*").Val() // the request and liveness records too
-		require.NoError(t, release(ctx))
+		alive := slices.ContainsFunc(touched, func(k string) bool { return strings.Contains(k, ":alive:") })
+		require.Equal(t, publish == "publish", alive, "liveness keys where PUBLISH cannot count receivers: %v", touched)
+		require.NoError(t, held.give(ctx))
 		waiters.Wait()
-		_, err = m.take(ctx, c, name, false)
+		_, err = m.take(ctx, c, name, m.size)
 		require.NoError(t, err)
 		require.NoError(t, m.force(ctx, other, name))
 		touched = append(touched, home.Admin().Keys(ctx, "*{"+name+"}*").Val()...)
@@ -128,34 +185,30 @@ func testFamilySingleSlot(t *testing.T, cl *redistest.Cluster, m familyMember) {
 		}
 		requireOnlyFence(t, home.Admin(), name)
 	}
-	for i, after := range readStats(t, cl) {
-		d := after.Sub(before[i])
-		addr := cl.Nodes[i].Addr
-		require.Positive(t, d["evalsha"]+d["eval"], "node %s ran scripts: the names spread over every shard", addr)
-		require.Positive(t, d["spublish"], "node %s published its own grants", addr)
-		require.Zero(t, d["publish"], "sharded mode never broadcasts")
-	}
+	requirePublishedWith(t, cl, before, publish)
 }
 
 // A release of an exclusive hold admits every shared waiter queued behind
 // it at once, in one message per waiting client (k waiters on two
 // clients: two SPUBLISHes on the name's shard, no PUBLISH): all k hold
-// before any gives its hold up.
-func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember) {
+// before any gives its hold up, and the release had granted them all
+// before it returned. With raise, the holder keeps its hold and raise
+// admits them instead (a semaphore's SetMax), as at once.
+func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember, raise func(context.Context, *Client, string, int64) error) {
 	ctx := testCtx(t)
 	home := cl.Nodes[1]
-	name := cl.TagOn(t, home, "batch-"+m.kind+"-")
+	name := cl.TagOn(t, home, fmt.Sprintf("batch-%s-%t-", m.kind, raise != nil))
 	holder := clusterClient(t, cl.ClusterClient())
 	waiters := []*Client{clusterClient(t, cl.ClusterClient()), clusterClient(t, cl.ClusterClient())}
-	release, err := m.take(ctx, holder, name, false)
+	held, err := m.take(ctx, holder, name, m.size)
 	require.NoError(t, err)
-	const k = 10
-	gives := make(chan func(context.Context) error, k)
+	k := min(10, m.size)
+	gives := make(chan func(context.Context) error, k+1)
 	var got sync.WaitGroup
 	for i := range k {
 		got.Go(func() {
-			if give, err := m.take(ctx, waiters[i%2], name, true); assertNoError(t, err) {
-				gives <- give
+			if h, err := m.take(ctx, waiters[i%2], name, 1); assertNoError(t, err) {
+				gives <- h.give
 			}
 		})
 	}
@@ -163,20 +216,33 @@ func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember) {
 	require.Eventually(t, func() bool { return home.Admin().LLen(ctx, queue).Val() == k }, 5*time.Second, time.Millisecond)
 	before, err := redistest.ReadCommandStats(ctx, home.Admin())
 	require.NoError(t, err)
-	require.NoError(t, release(ctx))
+	holds := k
+	if raise != nil {
+		require.NoError(t, raise(ctx, holder, name, m.size+k))
+		gives <- held.give
+		holds++
+	} else {
+		require.NoError(t, held.give(ctx))
+	}
+	require.Zero(t, home.Admin().LLen(ctx, queue).Val(), "granted them all before it returned")
 	got.Wait() // every waiter holds, and none has given its hold up
 	after, err := redistest.ReadCommandStats(ctx, home.Admin())
 	require.NoError(t, err)
 	d := after.Sub(before)
-	t.Logf("the release of %s admitting %d: %v", m.kind, k, d)
+	t.Logf("admitting %d of %s: %v", k, m.kind, d)
 	require.EqualValues(t, 2, d["spublish"], "one grant message per waiting client")
 	require.Zero(t, d["publish"])
 	close(gives)
-	require.Len(t, gives, k)
+	require.Len(t, gives, int(holds))
 	for give := range gives {
 		require.NoError(t, give(ctx))
 	}
 	requireOnlyFence(t, home.Admin(), name)
+}
+
+// setMax raises name's size to n, as testBatchGrant's raise.
+func setMax(ctx context.Context, c *Client, name string, n int64) error {
+	return c.Semaphore(name, semSize).SetMax(ctx, n)
 }
 
 // aclUser makes user, with ACLClusterRules, on every node, and returns the

@@ -15,20 +15,23 @@ import (
 )
 
 // Clients queue, in order, on a member whose slot then moves to another
-// master, queue included: exclusive waiters, then (for a member that
-// shares) a run of shared ones and an exclusive one after them. Once
+// master, queue included: behind a hold of m.order's first weight, one
+// waiter for each weight after it (for the RW lock: writes, then a run of
+// reads and a write; for a semaphore: a head that does not fit, then asks
+// that would). Nobody is admitted past the head while the slot moves. Once
 // their subscriptions have followed, the release hands the member down the
-// queue in arrival order, a run of shared waiters as one unit: nothing is
-// lost, and no exclusive hold ever overlaps another hold. (A grant made
-// while a waiter's subscription is still moving finds it deaf and skips
-// it; it queues again on its resync, and still gets its turn.) The clients
-// may be dialled as a restricted user (see opts).
+// queue in arrival order, by the tokens of the grants (reads take the
+// last write's): nothing is lost, and the holds never weigh more than
+// the member's size. (A grant made while a waiter's subscription is still
+// moving finds it deaf and skips it; it queues again on its resync, and
+// still gets its turn.) The clients may be dialled as a restricted user
+// (see opts).
 func testOrderAcrossSlotMigration(t *testing.T, cl *redistest.Cluster, m familyMember, opts ...func(*redis.ClusterOptions)) {
 	ctx := testCtx(t)
 	from, to := cl.Nodes[2], cl.Nodes[0]
 	name := cl.TagOn(t, from, "order-"+m.kind+"-")
 	holder := clusterClient(t, cl.ClusterClient(opts...))
-	release, err := m.take(ctx, holder, name, false)
+	held, err := m.take(ctx, holder, name, m.order[0])
 	require.NoError(t, err)
 	queue := m.queue(t, holder, name)
 	queued := func(n int) {
@@ -36,98 +39,67 @@ func testOrderAcrossSlotMigration(t *testing.T, cl *redistest.Cluster, m familyM
 		require.Eventually(t, func() bool { return holder.rdb.LLen(ctx, queue).Val() == int64(n) },
 			10*time.Second, 2*time.Millisecond)
 	}
-	shared := []bool{false, false, false}
-	if m.shares {
-		shared = append(shared, true, true, true, false)
-	}
-	k := &turnChecker{t: t}
+	asks := m.order[1:]
+	k := &turnChecker{t: t, used: m.order[0], size: m.size, tokens: make([]uint64, len(asks))}
 	var channels []string
-	for i, s := range shared {
+	for i, weight := range asks {
 		c := clusterClient(t, cl.ClusterClient(opts...))
 		channels = append(channels, lockKey(name)+":grant:"+c.id)
-		k.wg.Go(func() { k.turn(ctx, m, c, name, i, s) })
+		k.wg.Go(func() { k.turn(ctx, m, c, name, i, weight) })
 		queued(i + 1)
 	}
 	cl.MigrateSlot(t, slot.Of(name), to)
-	queued(len(shared)) // the queue moved with the member
+	queued(len(asks)) // the queue moved with the member, and nobody left it
 	for _, ch := range channels {
 		require.Eventually(t, func() bool { return to.Admin().PubSubShardNumSub(ctx, ch).Val()[ch] == 1 },
 			10*time.Second, 5*time.Millisecond, "the waiter subscribes again on the new master")
 	}
-	require.NoError(t, release(ctx))
+	require.NoError(t, k.release(ctx, held, m.order[0]))
 	k.wg.Wait()
-	require.Equal(t, runs(shared), k.units(), "grant order is arrival order, a run of shared waiters one unit")
+	require.True(t, slices.IsSorted(k.tokens), "granted out of arrival order: tokens %v", k.tokens)
+	for i := 1; i < len(asks); i++ {
+		if k.tokens[i] == k.tokens[i-1] {
+			require.True(t, m.readsShareToken && asks[i] == 1, "waiters %d and %d share token %d",
+				i-1, i, k.tokens[i])
+		}
+	}
 	requireOnlyFence(t, to.Admin(), name)
 }
 
-// turnChecker records the order in which waiters got their holds, and
-// fails the test if an exclusive hold ever overlaps another hold.
+// turnChecker records the token of each waiter's grant, and fails the
+// test if the holds ever weigh more than the member's size.
 type turnChecker struct {
-	t         *testing.T
-	wg        sync.WaitGroup
-	mu        sync.Mutex // guards the fields below
-	exclusive bool
-	shared    int
-	order     [][]int // units: the waiters that held together
+	t      *testing.T
+	wg     sync.WaitGroup
+	size   int64
+	mu     sync.Mutex // guards the fields below
+	used   int64
+	tokens []uint64 // by waiter
 }
 
-// turn takes waiter i's hold, records it, holds it a moment (so that a
-// unit's holds overlap) and gives it up.
-func (k *turnChecker) turn(ctx context.Context, m familyMember, c *Client, name string, i int, shared bool) {
-	give, err := m.take(ctx, c, name, shared)
+// turn takes waiter i's hold of weight, records it, holds it a moment (so
+// that holds admitted together overlap) and gives it up.
+func (k *turnChecker) turn(ctx context.Context, m familyMember, c *Client, name string, i int, weight int64) {
+	h, err := m.take(ctx, c, name, weight)
 	if !assertNoError(k.t, err) {
 		return
 	}
 	k.mu.Lock()
-	switch {
-	case k.exclusive || (!shared && k.shared > 0):
-		k.t.Errorf("waiter %d got in beside another hold", i)
-	case shared && k.shared > 0:
-		last := len(k.order) - 1
-		k.order[last] = append(k.order[last], i)
-	default:
-		k.order = append(k.order, []int{i})
+	if k.used += weight; k.used > k.size {
+		k.t.Errorf("waiter %d got %d in beside %d held, of %d", i, weight, k.used-weight, k.size)
 	}
-	if shared {
-		k.shared++
-	} else {
-		k.exclusive = true
-	}
+	k.tokens[i] = h.token
 	k.mu.Unlock()
 	time.Sleep(20 * time.Millisecond)
+	assertNoError(k.t, k.release(ctx, h, weight))
+}
+
+// release gives h, of weight, up, and counts it out first.
+func (k *turnChecker) release(ctx context.Context, h taken, weight int64) error {
 	k.mu.Lock()
-	if shared {
-		k.shared--
-	} else {
-		k.exclusive = false
-	}
+	k.used -= weight
 	k.mu.Unlock()
-	assertNoError(k.t, give(ctx))
-}
-
-// units are the recorded units, each sorted.
-func (k *turnChecker) units() [][]int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	out := make([][]int, len(k.order))
-	for i, u := range k.order {
-		out[i] = slices.Sorted(slices.Values(u))
-	}
-	return out
-}
-
-// runs are the units in which waiters queued so are granted: each
-// exclusive one alone, each run of shared ones together.
-func runs(shared []bool) [][]int {
-	var out [][]int
-	for i, s := range shared {
-		if s && i > 0 && shared[i-1] {
-			out[len(out)-1] = append(out[len(out)-1], i)
-			continue
-		}
-		out = append(out, []int{i})
-	}
-	return out
+	return h.give(ctx)
 }
 
 // A waiter's slot moves to another master while the lock is held: the old

@@ -15,29 +15,35 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// TestOnCluster runs the lock against a real three-master Redis Cluster. The
-// subtests share one cluster, because creating one takes seconds; the slot
-// migration runs last, and every subtest looks up who serves its slots.
+// TestOnCluster runs the lock family (the plain lock, the RW lock, the
+// semaphore) against a real three-master Redis Cluster. The subtests share
+// one cluster, because creating one takes seconds; some move slots, so
+// every subtest looks up who serves its slots.
 func TestOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	t.Run("ScriptsStaySingleSlot", func(t *testing.T) { testScriptsStaySingleSlot(t, cl) })
-	t.Run("MutualExclusionSharded", func(t *testing.T) { testClusterMutualExclusion(t, cl, plainMember, "spublish") })
-	t.Run("MutualExclusionClassic", func(t *testing.T) {
-		testClusterMutualExclusion(t, cl, plainMember, "publish", WithClassicPubSub())
-	})
-	t.Run("RWMutualExclusionSharded", func(t *testing.T) { testClusterMutualExclusion(t, cl, rwMember, "spublish") })
 	t.Run("LivenessKeysWithClassicPubSub", func(t *testing.T) { testLivenessKeysWithClassicPubSub(t, cl) })
 	t.Run("ReentrancyAndWakeOnAnotherShard", func(t *testing.T) { testReentrancyOnAnotherShard(t, cl) })
 	t.Run("WatchdogRenewsOnEveryShard", func(t *testing.T) { testWatchdogOnEveryShard(t, cl) })
 	t.Run("SlotMigrationMidWait", func(t *testing.T) { testSlotMigrationMidWait(t, cl) })
-	for _, m := range []familyMember{plainMember, rwMember} {
-		t.Run("KeysInOneSlot/"+m.kind, func(t *testing.T) { testFamilySingleSlot(t, cl, m) })
+	for _, m := range []familyMember{plainMember, rwMember, semMember} {
+		t.Run("MutualExclusionSharded/"+m.kind, func(t *testing.T) { testClusterMutualExclusion(t, cl, m, "spublish") })
+		t.Run("MutualExclusionClassic/"+m.kind, func(t *testing.T) {
+			testClusterMutualExclusion(t, cl, m, "publish", WithClassicPubSub())
+		})
+		t.Run("KeysInOneSlot/"+m.kind, func(t *testing.T) { testFamilySingleSlot(t, cl, m, "spublish") })
+		t.Run("KeysInOneSlotClassic/"+m.kind, func(t *testing.T) {
+			testFamilySingleSlot(t, cl, m, "publish", WithClassicPubSub())
+		})
 		t.Run("OrderAcrossASlotMigration/"+m.kind, func(t *testing.T) { testOrderAcrossSlotMigration(t, cl, m) })
 	}
-	t.Run("RWBatchGrant", func(t *testing.T) { testBatchGrant(t, cl, rwMember) })
-	t.Run("RWUnderACLClusterRulesAcrossASlotMigration", func(t *testing.T) {
-		testOrderAcrossSlotMigration(t, cl, rwMember, aclUser(t, cl, "rwcluster"))
-	})
+	for _, m := range []familyMember{rwMember, semMember} {
+		t.Run("BatchGrant/"+m.kind, func(t *testing.T) { testBatchGrant(t, cl, m, nil) })
+		t.Run("UnderACLClusterRulesAcrossASlotMigration/"+m.kind, func(t *testing.T) {
+			testOrderAcrossSlotMigration(t, cl, m, aclUser(t, cl, m.kind+"cluster"))
+		})
+	}
+	t.Run("SetMaxGrantsAtOnce", func(t *testing.T) { testBatchGrant(t, cl, semMember, setMax) })
 }
 
 // clusterClient is a Client on a cluster connection pool of its own, like a
@@ -96,13 +102,7 @@ func testScriptsStaySingleSlot(t *testing.T, cl *redistest.Cluster) {
 		require.True(t, forced)
 		require.ErrorIs(t, fixed.Unlock(ctx), ErrLockLost, "force-unlocked by another client")
 	}
-	for i, after := range readStats(t, cl) {
-		d := after.Sub(before[i])
-		addr := cl.Nodes[i].Addr
-		require.Positive(t, d["evalsha"]+d["eval"], "node %s ran scripts: the names spread over every shard", addr)
-		require.Positive(t, d["spublish"], "node %s published its own grants", addr)
-		require.Zero(t, d["publish"], "sharded mode never broadcasts")
-	}
+	requirePublishedWith(t, cl, before, "spublish")
 }
 
 // readStats reads the command counters of every node.
@@ -117,17 +117,20 @@ func readStats(t *testing.T, cl *redistest.Cluster) []redistest.CommandStats {
 	return stats
 }
 
-// The mutual-exclusion counter of TestMutualExclusion, with one member's
-// exclusive holds of one name and one counter on each shard, so every
-// shard's pub/sub connection must work. Releases must publish with
-// publish ("publish" or "spublish") only.
+// The mutual-exclusion counter of TestMutualExclusion, generalized to a
+// capacity: one member's holds of one name on each shard, every other one
+// exclusive (weight m.size) and the rest of weight 1, and one counter on
+// each shard that only the exclusive holds update, so every shard's
+// pub/sub connection must work. The holds of a name never weigh more than
+// m.size at once, and no update of the counter is lost. Releases must
+// publish with publish ("publish" or "spublish") only.
 func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, m familyMember, publish string, opts ...Option) {
 	ctx := testCtx(t)
 	rdb := cl.ClusterClient()
 	names := namePerShard(t, cl, "mx-"+m.kind+"-"+publish+"-")
 	before := readStats(t, cl)
 	const clients, perClient, perName = 3, 4, 250
-	var occupancy, maxOccupancy [3]atomic.Int64
+	var occupancy, maxOccupancy, exclusive [3]atomic.Int64
 	var next, slowest atomic.Int64
 	var wg sync.WaitGroup
 	var c0 *Client // any of the clients, for the names' keys
@@ -142,23 +145,26 @@ func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, m familyMem
 						return
 					}
 					s := i % int64(len(names))
+					weight := []int64{m.size, 1}[i/int64(len(names))%2]
 					start := time.Now()
-					release, err := m.take(ctx, c, names[s], false)
+					h, err := m.take(ctx, c, names[s], weight)
 					if !assertNoError(t, err) {
 						return
 					}
 					if took := time.Since(start); int64(took) > slowest.Load() {
 						slowest.Store(int64(took))
 					}
-					if n := occupancy[s].Add(1); n > maxOccupancy[s].Load() {
+					if n := occupancy[s].Add(weight); n > maxOccupancy[s].Load() {
 						maxOccupancy[s].Store(n)
 					}
-					counter := "count:{" + names[s] + "}"
-					v, _ := rdb.Get(ctx, counter).Int()
-					err = rdb.Set(ctx, counter, v+1, 0).Err()
-					occupancy[s].Add(-1)
-					assertNoError(t, err)
-					assertNoError(t, release(ctx))
+					if weight == m.size {
+						exclusive[s].Add(1)
+						counter := "count:{" + names[s] + "}"
+						v, _ := rdb.Get(ctx, counter).Int()
+						assertNoError(t, rdb.Set(ctx, counter, v+1, 0).Err())
+					}
+					occupancy[s].Add(-weight)
+					assertNoError(t, h.give(ctx))
 				}
 			})
 		}
@@ -167,17 +173,29 @@ func testClusterMutualExclusion(t *testing.T, cl *redistest.Cluster, m familyMem
 	for s, name := range names {
 		got, err := rdb.Get(ctx, "count:{"+name+"}").Int()
 		require.NoError(t, err)
-		require.Equal(t, perName, got, "lost updates on %s", name)
-		require.EqualValues(t, 1, maxOccupancy[s].Load(), "two holders of %s at once", name)
+		require.EqualValues(t, exclusive[s].Load(), got, "lost updates on %s", name)
+		require.LessOrEqual(t, maxOccupancy[s].Load(), m.size, "more than the size held of %s at once", name)
 		require.Zero(t, rdb.Exists(ctx, m.keys(t, c0, name)[0]).Val(), "%s held after the last release", name)
+		require.NoError(t, rdb.Del(ctx, "count:{"+name+"}").Err())
 	}
+	requireOnlyFenceOn(t, cl, names...)
 	// A release that woke nobody leaves its waiter to sleep out the
 	// holder's 30s watchdog lease.
 	require.Less(t, time.Duration(slowest.Load()), 10*time.Second, "a wake-up was lost")
+	requirePublishedWith(t, cl, before, publish)
+}
+
+// requirePublishedWith fails unless, since before, every node ran scripts
+// (the names spread over every shard) and published its own grants with
+// publish ("publish" or "spublish") only.
+func requirePublishedWith(t *testing.T, cl *redistest.Cluster, before []redistest.CommandStats, publish string) {
+	t.Helper()
 	other := map[string]string{"publish": "spublish", "spublish": "publish"}[publish]
 	for i, after := range readStats(t, cl) {
 		d := after.Sub(before[i])
-		require.Positive(t, d[publish], "releases on %s use %s", cl.Nodes[i].Addr, publish)
+		addr := cl.Nodes[i].Addr
+		require.Positive(t, d["evalsha"]+d["eval"], "node %s ran scripts", addr)
+		require.Positive(t, d[publish], "releases on %s use %s", addr, publish)
 		require.Zero(t, d[other], "and never %s", other)
 	}
 }
@@ -300,9 +318,9 @@ func testReentrancyOnAnotherShard(t *testing.T, cl *redistest.Cluster) {
 	}
 }
 
-// A client holding locks on all three shards keeps them over several short
-// leases, and each renewal round sends one pipeline per node, carrying every
-// hold on that node.
+// A client holding locks, RW locks and permits on all three shards keeps
+// them over several short leases, and each renewal round sends one
+// pipeline per node, carrying every hold on that node, whatever its kind.
 func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	ctx := testCtx(t)
 	rdb := cl.ClusterClient()
@@ -311,13 +329,19 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	// three servers, and a busy machine must not stall them past the lease.
 	const lease = 900 * time.Millisecond
 	c := clusterClient(t, rdb, WithWatchdogLease(lease))
-	const perShard = 4
-	var locks []*Lock
-	for _, prefix := range []string{"wa-", "wb-", "wc-", "wd-"}[:perShard] {
-		for _, name := range namePerShard(t, cl, prefix) {
-			l, err := c.Lock(ctx, name)
+	members := []familyMember{plainMember, rwMember, semMember, plainMember}
+	perShard := len(members)
+	type watched struct {
+		taken
+		name string
+		hash string // its holds' key
+	}
+	var holds []watched
+	for i, m := range members {
+		for _, name := range namePerShard(t, cl, fmt.Sprintf("w%d-%s-", i, m.kind)) {
+			h, err := m.take(ctx, c, name, 1)
 			require.NoError(t, err)
-			locks = append(locks, l)
+			holds = append(holds, watched{h, name, m.keys(t, c, name)[0]})
 		}
 	}
 	// Leases taken a few ms apart may fall in different first rounds; from
@@ -329,11 +353,11 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	admin := cl.ClusterClient()
 	minTTL := lease
 	for end := time.Now().Add(4 * lease); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		for _, l := range locks {
-			ttl, err := admin.PTTL(ctx, lockKey(l.Name())).Result()
+		for _, h := range holds {
+			ttl, err := admin.PTTL(ctx, h.hash).Result()
 			require.NoError(t, err)
-			require.Positive(t, ttl, "%s expired while held", l.Name())
-			require.NoError(t, l.Context().Err(), "%s was lost", l.Name())
+			require.Positive(t, ttl, "%s expired while held", h.hash)
+			require.NoError(t, h.ctx.Err(), "%s was lost", h.hash)
 			minTTL = min(minTTL, ttl)
 		}
 	}
@@ -349,8 +373,18 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 			require.Equal(t, perShard, n, "every pipeline to %s carries all its holds: %v", addr, s)
 		}
 	}
-	for _, l := range locks {
-		require.NoError(t, l.Unlock(ctx))
+	for _, h := range holds {
+		require.NoError(t, h.give(ctx))
+		requireOnlyFenceOn(t, cl, h.name)
 	}
 	require.Zero(t, c.wd.Len())
+}
+
+// requireOnlyFenceOn is requireOnlyFence for each of names on the node
+// that serves it.
+func requireOnlyFenceOn(t *testing.T, cl *redistest.Cluster, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		requireOnlyFence(t, cl.Owner(t, slot.Of(name)).Admin(), name)
+	}
 }

@@ -18,7 +18,8 @@ import (
 func rwKey(name string) string { return lockKey(name) + ":rw" }
 
 // requireOnlyFence fails unless all that is left of name's resources
-// are their fences, a semaphore's size, and request records that expire.
+// are their fences, a semaphore's size, and request records and waiters'
+// liveness keys that expire.
 func requireOnlyFence(t *testing.T, rdb *redis.Client, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -26,7 +27,7 @@ func requireOnlyFence(t *testing.T, rdb *redis.Client, name string) {
 	require.Eventually(t, func() bool {
 		left = left[:0]
 		for _, k := range rdb.Keys(ctx, "*{"+name+"}*").Val() {
-			expires := strings.Contains(k, ":req:") && rdb.PTTL(ctx, k).Val() > 0
+			expires := (strings.Contains(k, ":req:") || strings.Contains(k, ":alive:")) && rdb.PTTL(ctx, k).Val() > 0
 			if !strings.HasSuffix(k, ":fence") && !strings.HasSuffix(k, ":sem:size") && !expires {
 				left = append(left, k)
 			}
