@@ -170,8 +170,10 @@ func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string, opt
 // error; denied calls that only show in ACL LOG are the caller's to check.
 // Both clients are made with opts.
 func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name string, opts ...Option) (err error) {
-	// The full workload takes about 1.5s; a denied subscribe waits this out.
-	ctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+	// The full workload takes about 2s alone; a denied subscribe waits this
+	// out. Forty of them run at once, under the race detector on two
+	// cores: at 2.5s most ran out before their Inspect.
+	ctx, cancel := context.WithTimeout(ctx, 6*time.Second)
 	defer cancel()
 	ra, rb := dial(), dial()
 	defer ra.Close()
