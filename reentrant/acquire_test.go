@@ -140,9 +140,22 @@ func TestFractionalLeaseRoundsUp(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ms, got, "%v", lease)
 	}
-	_, err := l.AcquireNew(ctx, rdb, "A", 40*time.Millisecond+950*time.Microsecond, Waiter{})
+	// The table above checks the rounding; this checks that the script
+	// applies the rounded lease. The deadline is read against the server's
+	// clock before the call, not as a PTTL after it: a loaded machine can
+	// take a millisecond between the two calls, which failed a PTTL >= 40.
+	// The script's clock is in whole milliseconds, at or after before, so a
+	// 41 ms lease always ends more than 40 ms after before; a lease rounded
+	// down to 40 fails this whenever the call ran within before's
+	// millisecond.
+	before, err := rdb.Time(ctx).Result()
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, rdb.PTTL(ctx, l.Hash).Val().Milliseconds(), int64(40))
+	_, err = l.AcquireNew(ctx, rdb, "A", 40*time.Millisecond+950*time.Microsecond, Waiter{})
+	require.NoError(t, err)
+	deadline, err := rdb.PExpireTime(ctx, l.Hash).Result()
+	require.NoError(t, err)
+	after := time.UnixMilli(0).Add(deadline).Sub(before)
+	require.Greater(t, after, 40*time.Millisecond, "the lease rounds up to 41 ms")
 }
 
 func TestReentryNeverShortensLease(t *testing.T) {
