@@ -76,6 +76,7 @@ func waitForQueued(t *testing.T, srv *redistest.Server, name string, n int64) {
 type acquired struct {
 	lock *Lock
 	took time.Duration
+	at   time.Time // when the call returned
 	err  error
 }
 
@@ -86,7 +87,7 @@ func lockInBackground(ctx context.Context, c *Client, name string) <-chan acquir
 	start := time.Now()
 	go func() {
 		l, err := c.Lock(ctx, name)
-		got <- acquired{lock: l, took: time.Since(start), err: err}
+		got <- acquired{lock: l, took: time.Since(start), at: time.Now(), err: err}
 	}()
 	return got
 }
@@ -94,13 +95,20 @@ func lockInBackground(ctx context.Context, c *Client, name string) <-chan acquir
 // receive returns a background Lock's result, failing after fast.
 func receive(t *testing.T, res <-chan acquired) *Lock {
 	t.Helper()
+	return receiveBy(t, res, time.Now().Add(fast)).lock
+}
+
+// receiveBy returns a background Lock's result, which must be a hold,
+// failing at deadline.
+func receiveBy(t *testing.T, res <-chan acquired, deadline time.Time) acquired {
+	t.Helper()
 	select {
 	case r := <-res:
 		require.NoError(t, r.err)
-		return r.lock
-	case <-time.After(fast):
+		return r
+	case <-time.After(time.Until(deadline)):
 		t.Fatal("the waiter did not get the lock")
-		return nil
+		return acquired{}
 	}
 }
 

@@ -47,7 +47,7 @@ func rlockInBackground(ctx context.Context, rw *RWLock, write bool) <-chan acqui
 			take = rw.Lock
 		}
 		l, err := take(ctx)
-		got <- acquired{lock: l, took: time.Since(start), err: err}
+		got <- acquired{lock: l, took: time.Since(start), at: time.Now(), err: err}
 	}()
 	return got
 }
