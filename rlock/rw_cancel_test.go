@@ -83,16 +83,22 @@ func (r *rwBatchRace) requireNothingLeft() {
 // the leave's EVALSHA gets NOSCRIPT, held back too, so it gives up at its
 // bound (undoTimeout) with nothing run; the grant message that reaches the
 // client once the replies flow, for a waiter that has gone, is handed back
-// by a release.
+// by a release. "handback-shared": the same, with the other read on the
+// cancelled read's client too, so that one message carries both grants:
+// the live read takes its own, the gone one's is handed back.
 func TestRWCancelledReaderGrantedInABatchPassesItsShareOn(t *testing.T) {
-	for _, handback := range []bool{false, true} {
-		t.Run(map[bool]string{false: "leave", true: "handback"}[handback], func(t *testing.T) {
+	for _, variant := range []string{"leave", "handback", "handback-shared"} {
+		t.Run(variant, func(t *testing.T) {
+			handback := variant != "leave"
 			ctx, srv := serve(t)
 			px := startProxy(t, srv.Addr)
 			victim, err := New(px.client(t), WithWatchdogLease(longLease))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = victim.Close() })
 			r := newRWBatchRace(t, srv, "cancelbatch", victim)
+			if variant == "handback-shared" {
+				r.reader = victim.RWLock(r.name)
+			}
 			if !handback {
 				r.cacheLeave(ctx)
 			}
