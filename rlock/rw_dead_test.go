@@ -32,9 +32,12 @@ func rwLease(ctx context.Context, t *testing.T, rdb *redis.Client, name string) 
 // Issue 24 property 6, holders: a read or write holder in a process of
 // its own is renewed by the watchdog while it lives, and no longer once it
 // is SIGKILLed: its lease deadline never moves again, its part is freed at
-// that deadline (not before), and the next unit queued behind it (a write
-// behind the read; two reads of two clients behind the write) is granted
-// within deadSlack of it, without waiting out a lease of its own.
+// that deadline (not before), and the next live unit queued behind it (a
+// write behind the read; two reads of two clients behind the write) is
+// granted within deadSlack of it, without waiting out a lease of its own.
+// Ahead of that unit waits another SIGKILLed process of the other mode
+// (a write, or a read that would be in the batch), which the look that
+// grants at the deadline skips.
 func TestRWKilledHolderRenewedUntilDeathThenFreed(t *testing.T) {
 	for _, mode := range []string{"r", "w"} {
 		t.Run(mode, func(t *testing.T) {
@@ -54,19 +57,22 @@ func TestRWKilledHolderRenewedUntilDeathThenFreed(t *testing.T) {
 			_, renewed, _ := rwLease(ctx, t, rdb, name)
 			require.Greater(t, renewed, first+int64(faultLease/time.Millisecond), "not renewed while alive")
 
-			next := []bool{true} // a write behind the read
+			next, dead := []bool{true}, "w" // a write behind the read
 			if mode == "w" {
-				next = []bool{false, false} // two reads behind the write
+				next, dead = []bool{false, false}, "r" // two reads behind the write
 			}
+			deadWaiter := startHolder(t, srv, name, longLease, helperRW+"="+dead)
+			waitForRWQueued(t, srv, name, 1)
 			var grants []<-chan acquired
 			for _, write := range next {
 				rw := newClient(t, srv, WithWatchdogLease(longLease)).RWLock(name)
 				grants = append(grants, rlockInBackground(ctx, rw, write))
 			}
-			waitForRWQueued(t, srv, name, int64(len(next)))
+			waitForRWQueued(t, srv, name, int64(1+len(next)))
 
 			ch.kill()
-			ch.awaitDisconnected(ctx, rdb) // nothing it sent can arrive after this
+			deadWaiter.kill()
+			ch.awaitDisconnected(ctx, rdb) // nothing they sent can arrive after this
 			_, deadline, ok := rwLease(ctx, t, rdb, name)
 			require.True(t, ok, "the dead holder's part was freed before its lease ran out")
 			var holds []*Lock
