@@ -32,13 +32,14 @@ func newRWBatchRace(t *testing.T, srv *redistest.Server, name string, victim *Cl
 }
 
 // queue takes the write and queues the three behind it, the cancelled
-// read with vctx; it returns the write, and the results of the cancelled
-// read, the other read and the last write.
-func (r *rwBatchRace) queue(ctx, vctx context.Context) (w *Lock, victim, read, last <-chan acquired) {
+// call with vctx (a write instead of a read if victimWrites); it returns
+// the write, and the results of the cancelled call, the other read and
+// the last write.
+func (r *rwBatchRace) queue(ctx, vctx context.Context, victimWrites bool) (w *Lock, victim, read, last <-chan acquired) {
 	t := r.t
 	w, err := r.writer.Lock(ctx)
 	require.NoError(t, err)
-	victim = rlockInBackground(vctx, r.victim.RWLock(r.name), false)
+	victim = rlockInBackground(vctx, r.victim.RWLock(r.name), victimWrites)
 	waitForRWQueued(t, r.srv, r.name, 1)
 	read = rlockInBackground(ctx, r.reader, false)
 	waitForRWQueued(t, r.srv, r.name, 2)
@@ -104,7 +105,7 @@ func TestRWCancelledReaderGrantedInABatchPassesItsShareOn(t *testing.T) {
 			}
 			vctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			w, cancelled, read, last := r.queue(ctx, vctx)
+			w, cancelled, read, last := r.queue(ctx, vctx, false)
 
 			px.HoldReplies()
 			require.NoError(t, w.Unlock(ctx))
@@ -149,17 +150,18 @@ func (r *rwBatchRace) requireReaders(ctx context.Context, n int, msg string) {
 	}, fast, 2*time.Millisecond, msg)
 }
 
-// Issue 24 property 7, raced: the cancel of the first queued read lands
-// at random around the write's release that grants it in a batch, or, on
-// some rounds, right as its grant is being turned into a handle (the
-// beforeJoin hook). Whichever wins, nothing is left: a read that got its
+// Issue 24 property 7, raced: the cancel of the first queued call (a read
+// granted in a batch, or, every other round, a write granted alone) lands
+// at random around the write's release that grants it, or, on some
+// rounds, right as its grant is being turned into a handle (the
+// beforeJoin hook). Whichever wins, nothing is left: a call that got its
 // hold releases it, one that did not leaves no queue entry and no share,
-// and the write queued behind gets in as soon as the other read is gone.
+// and the write queued last gets in as soon as the other read is gone.
 func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 	ctx, srv := serve(t)
 	victim := newClient(t, srv, WithWatchdogLease(longLease))
 	r := newRWBatchRace(t, srv, "cancelrace", victim)
-	// The cancelled read's outcomes (not obtained, obtained), cancelled
+	// The cancelled call's outcomes (not obtained, obtained), cancelled
 	// by time (way 0) or at its join (way 1).
 	var outcomes [2][2]int
 	for round := range 30 {
@@ -170,7 +172,7 @@ func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 			way = 1
 			victim.SetBeforeJoin(cancel) // before the call starts: its goroutine reads it
 		}
-		w, cancelled, read, last := r.queue(ctx, vctx)
+		w, cancelled, read, last := r.queue(ctx, vctx, round%2 == 1)
 		if way == 0 {
 			time.AfterFunc(rand.N(2*time.Millisecond), cancel)
 		}
@@ -179,7 +181,7 @@ func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 		select {
 		case got = <-cancelled:
 		case <-time.After(fast):
-			t.Fatal("the cancelled read did not return")
+			t.Fatal("the cancelled call did not return")
 		}
 		if got.err == nil {
 			outcomes[way][1]++
@@ -191,6 +193,6 @@ func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 		cancel()
 		r.finish(ctx, read, last)
 	}
-	t.Logf("the cancelled read, cancelled by time: %d not obtained, %d obtained; at its join: %d, %d",
+	t.Logf("the cancelled call, cancelled by time: %d not obtained, %d obtained; at its join: %d, %d",
 		outcomes[0][0], outcomes[0][1], outcomes[1][0], outcomes[1][1])
 }
