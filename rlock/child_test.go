@@ -90,12 +90,8 @@ func runHolder(in io.Reader, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	o := redistest.Options(os.Getenv(helperAddr))
-	o.ClientName = childClientName
-	rdb := redis.NewClient(o)
+	rdb, store := childClients()
 	defer rdb.Close()
-	// The default user: the store is not a lock key.
-	store := redis.NewClient(&redis.Options{Addr: o.Addr, ClientName: childClientName})
 	defer store.Close()
 	opts := []Option{WithWatchdogLease(lease)}
 	if id := os.Getenv(helperWire); id != "" {
@@ -150,6 +146,16 @@ func runHolder(in io.Reader, out io.Writer) error {
 		}
 	}
 	return sc.Err()
+}
+
+// childClients are a child's connections to the server at helperAddr:
+// rdb as the tests' lock user, and plain as the default user, for keys that
+// are not a lock's (the fenced store, the family checker). Both carry
+// childClientName.
+func childClients() (rdb, plain *redis.Client) {
+	o := redistest.Options(os.Getenv(helperAddr))
+	o.ClientName = childClientName
+	return redis.NewClient(o), redis.NewClient(&redis.Options{Addr: o.Addr, ClientName: childClientName})
 }
 
 // child is a running helper process, seen from the test.

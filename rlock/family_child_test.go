@@ -9,10 +9,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/batonlock/baton/bench/redistest"
 )
 
 // helperKind names the family member a "family" child plays.
@@ -82,12 +78,8 @@ func runFamilyChild(in io.Reader) error {
 		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
-	o := redistest.Options(os.Getenv(helperAddr))
-	o.ClientName = childClientName
-	rdb := redis.NewClient(o)
+	rdb, check := childClients()
 	defer rdb.Close()
-	// The default user: the checker's keys are not lock keys.
-	check := redis.NewClient(&redis.Options{Addr: o.Addr, ClientName: childClientName})
 	defer check.Close()
 	c, err := New(rdb, WithWatchdogLease(lease))
 	if err != nil {
