@@ -78,6 +78,7 @@ func TestHelperProcess(t *testing.T) {
 		t.Skip("the child process of the fault tests")
 	}
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err) // the test's own output goes to stdout, which the parent reads for its protocol
 		t.Fatal(err)
 	}
 }

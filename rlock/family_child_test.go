@@ -26,8 +26,9 @@ type familyMember struct {
 	// resource called name of c; a kind weights an operation by listing
 	// it more than once.
 	ops func(c *Client, name string) []familyOp
-	// look takes and gives back the resource once, uncontended, which
-	// drops the queue entries of dead waiters.
+	// look takes the whole resource once and gives it back: it waits
+	// out any hold a dead child left, and drops the queue entries of dead
+	// waiters before it.
 	look func(ctx context.Context, c *Client, name string) error
 }
 

@@ -123,9 +123,11 @@ func rwDowngrade(rw *RWLock) familyOp {
 	}
 }
 
-// rwLook takes a read of the RW lock called name and gives it up.
+// rwLook takes the write of the RW lock called name, which it gets only
+// once every hold has ended and the dead entries before it are dropped,
+// and gives it up.
 func rwLook(ctx context.Context, c *Client, name string) error {
-	l, err := c.RWLock(name).TryRLock(ctx)
+	l, err := c.RWLock(name).Lock(ctx)
 	if err != nil {
 		return err
 	}

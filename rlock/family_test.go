@@ -161,13 +161,35 @@ func runFamily(t *testing.T, m familyMember) {
 		return startChild(t, bound+time.Minute, helperEnv+"=family", helperAddr+"="+srv.Addr,
 			helperLock+"="+name, helperKind+"="+m.kind, helperLease+"="+familyWatchdogLease.String())
 	}
+	took, kills := runKilling(ctx, t, k, start, bound, func() bool { return k.figures(ctx)["ops"] >= target })
+	time.Sleep(familyFixedLease) // the dead children's holds have ended by now
+	lookCtx, cancelLook := context.WithTimeout(ctx, fast)
+	defer cancelLook()
+	require.NoError(t, m.look(lookCtx, newClient(t, srv), name), "a look past the dead children's queue entries")
+	f := k.figures(ctx)
+	t.Logf("%s: %d ops by %d processes (%d SIGKILLed) in %v: %d overlaps, %d lost holds, %v",
+		m.kind, f["ops"], familyProcs+kills, kills, took.Round(time.Second), f["overlaps"], f["lost"], f)
+	require.Zero(t, f["overlaps"], "overlapping holders: %v", rdb.LRange(ctx, k.keys[4], 0, 20).Val())
+	require.Empty(t, rdb.LRange(ctx, k.errs, 0, 20).Val(), "the children's unexpected errors")
+	require.Positive(t, f["shared"], "no hold was ever taken beside another")
+	require.Zero(t, rdb.LLen(ctx, lockKey(name)+":"+m.kind+":queue").Val(), "queue entries left")
+	requireOnlyFence(t, rdb, name)
+}
+
+// runKilling keeps familyProcs children from start running, and SIGKILLs
+// one at random every 0.5-2 s (recording it with k first) and starts a
+// fresh one, until done reports true; then it stops the survivors, which
+// must end cleanly. A child that ends by itself fails the test, as does a
+// run longer than bound. It returns how long the children ran and how
+// many it killed.
+func runKilling(ctx context.Context, t *testing.T, k *familyChecker, start func() *child, bound time.Duration, done func() bool) (took time.Duration, kills int) {
 	kids := make([]*child, familyProcs)
 	for i := range kids {
 		kids[i] = start()
 	}
-	began, kills := time.Now(), 0
-	for k.figures(ctx)["ops"] < target {
-		require.Less(t, time.Since(began), bound, "the children did too few operations: %v", k.figures(ctx))
+	began := time.Now()
+	for !done() {
+		require.Less(t, time.Since(began), bound, "the children did too little: %v", k.figures(ctx))
 		time.Sleep(500*time.Millisecond + rand.N(1500*time.Millisecond))
 		for _, ch := range kids {
 			select {
@@ -185,17 +207,7 @@ func runFamily(t *testing.T, m familyMember) {
 	for _, ch := range kids {
 		ch.finish()
 	}
-	took := time.Since(began)
-	time.Sleep(familyFixedLease) // the dead children's holds have ended by now
-	require.NoError(t, m.look(ctx, newClient(t, srv), name), "a look past the dead children's queue entries")
-	f := k.figures(ctx)
-	t.Logf("%s: %d ops by %d processes (%d SIGKILLed) in %v: %d overlaps, %d lost holds, %v",
-		m.kind, f["ops"], familyProcs+kills, kills, took.Round(time.Second), f["overlaps"], f["lost"], f)
-	require.Zero(t, f["overlaps"], "overlapping holders: %v", rdb.LRange(ctx, k.keys[4], 0, 20).Val())
-	require.Empty(t, rdb.LRange(ctx, k.errs, 0, 20).Val(), "the children's unexpected errors")
-	require.Positive(t, f["shared"], "no hold was ever taken beside another")
-	require.Zero(t, rdb.LLen(ctx, lockKey(name)+":"+m.kind+":queue").Val(), "queue entries left")
-	requireOnlyFence(t, rdb, name)
+	return time.Since(began), kills
 }
 
 // Issue 24 property 1: over random reads, writes, re-entries, downgrades,
