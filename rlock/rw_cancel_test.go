@@ -196,3 +196,75 @@ func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 	t.Logf("the cancelled call, cancelled by time: %d not obtained, %d obtained; at its join: %d, %d",
 		outcomes[0][0], outcomes[0][1], outcomes[1][0], outcomes[1][1])
 }
+
+// Issue 24 property 7 with a shared owner: two reads of one owner
+// (WithOwner) wait on one client, and one write's release grants both in
+// one batch, the later joining the hold the earlier began (count 2). One
+// of them is cancelled before its client hears of the grant (a proxy
+// holds the replies back; the leave's script is cached, so the leave runs
+// meanwhile). Its count, and only its count, goes: the other read holds
+// its count on (and the write queued behind waits) until it unlocks, and
+// then nothing of the owner is left and the write gets in at once, not
+// after the read's lease. "first": the cancelled read queued first;
+// "second": queued second, so the hold names it as the last granted.
+func TestRWCancelledSharedOwnerReadLeavesOnlyItsCount(t *testing.T) {
+	for _, victimFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "first", false: "second"}[victimFirst], func(t *testing.T) {
+			ctx, srv := serve(t)
+			px := startProxy(t, srv.Addr)
+			victim, err := New(px.client(t), WithWatchdogLease(longLease))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = victim.Close() })
+			r := newRWBatchRace(t, srv, "sharedcancel", victim)
+			r.cacheLeave(ctx)
+			w, err := r.writer.Lock(ctx)
+			require.NoError(t, err)
+			owned := WithOwner(ctx, "shared-reader")
+			vctx, cancel := context.WithCancel(owned)
+			defer cancel()
+			var cancelled, kept <-chan acquired
+			for _, victimNow := range []bool{victimFirst, !victimFirst} {
+				if victimNow {
+					cancelled = rlockInBackground(vctx, victim.RWLock(r.name), false)
+				} else {
+					kept = rlockInBackground(owned, victim.RWLock(r.name), false)
+				}
+				time.Sleep(50 * time.Millisecond) // queued in this order
+			}
+			waitForRWQueued(t, srv, r.name, 2)
+			last := rlockInBackground(ctx, r.last, true)
+			waitForRWQueued(t, srv, r.name, 3)
+
+			px.HoldReplies()
+			require.NoError(t, w.Unlock(ctx))
+			require.Eventually(t, func() bool {
+				st, err := r.writer.Inspect(ctx)
+				return err == nil && st.Readers["shared-reader"] == 2
+			}, fast, 2*time.Millisecond, "the batch was not granted")
+			cancel()
+			select {
+			case got := <-cancelled:
+				require.ErrorIs(t, got.err, ErrNotObtained)
+			case <-time.After(fast):
+				t.Fatal("the cancelled read did not return")
+			}
+			px.ReleaseReplies()
+			l := receive(t, kept)
+			require.Eventually(t, func() bool {
+				st, err := r.writer.Inspect(ctx)
+				return err == nil && st.Readers["shared-reader"] == 1
+			}, fast, 2*time.Millisecond, "the cancelled read's count was not given back")
+			// Whatever clean-up of the cancelled read is still under way
+			// ends within undoTimeout; the kept read's count stays.
+			for until := time.Now().Add(undoTimeout); time.Now().Before(until); time.Sleep(20 * time.Millisecond) {
+				st, err := r.writer.Inspect(ctx)
+				require.NoError(t, err)
+				require.Equal(t, map[string]int64{"shared-reader": 1}, st.Readers, "the kept read's count")
+				require.Empty(t, st.Writer, "a write got in beside the kept read")
+			}
+			require.NoError(t, l.Unlock(ctx))
+			require.NoError(t, receive(t, last).Unlock(ctx))
+			r.requireNothingLeft()
+		})
+	}
+}
