@@ -31,6 +31,17 @@ func newRWBatchRace(t *testing.T, srv *redistest.Server, name string, victim *Cl
 		last: newClient(t, srv, lease).RWLock(name)}
 }
 
+// proxiedRWBatchRace is a race on a server of its own, whose cancelled
+// call's client goes through a proxy.
+func proxiedRWBatchRace(t *testing.T, name string) (context.Context, *rwBatchRace, *proxy) {
+	ctx, srv := serve(t)
+	px := startProxy(t, srv.Addr)
+	victim, err := New(px.client(t), WithWatchdogLease(longLease))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = victim.Close() })
+	return ctx, newRWBatchRace(t, srv, name, victim), px
+}
+
 // queue takes the write and queues the three behind it, the cancelled
 // call with vctx (a write instead of a read if victimWrites); it returns
 // the write, and the results of the cancelled call, the other read and
@@ -91,14 +102,9 @@ func TestRWCancelledReaderGrantedInABatchPassesItsShareOn(t *testing.T) {
 	for _, variant := range []string{"leave", "handback", "handback-shared"} {
 		t.Run(variant, func(t *testing.T) {
 			handback := variant != "leave"
-			ctx, srv := serve(t)
-			px := startProxy(t, srv.Addr)
-			victim, err := New(px.client(t), WithWatchdogLease(longLease))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = victim.Close() })
-			r := newRWBatchRace(t, srv, "cancelbatch", victim)
+			ctx, r, px := proxiedRWBatchRace(t, "cancelbatch")
 			if variant == "handback-shared" {
-				r.reader = victim.RWLock(r.name)
+				r.reader = r.victim.RWLock(r.name)
 			}
 			if !handback {
 				r.cacheLeave(ctx)
@@ -206,16 +212,13 @@ func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 // its count on (and the write queued behind waits) until it unlocks, and
 // then nothing of the owner is left and the write gets in at once, not
 // after the read's lease. "first": the cancelled read queued first;
-// "second": queued second, so the hold names it as the last granted.
+// "second": queued second. (The hold named only the last waiter granted:
+// "first" kept its count for a lease, "second" lost the other's too.)
 func TestRWCancelledSharedOwnerReadLeavesOnlyItsCount(t *testing.T) {
 	for _, victimFirst := range []bool{true, false} {
 		t.Run(map[bool]string{true: "first", false: "second"}[victimFirst], func(t *testing.T) {
-			ctx, srv := serve(t)
-			px := startProxy(t, srv.Addr)
-			victim, err := New(px.client(t), WithWatchdogLease(longLease))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = victim.Close() })
-			r := newRWBatchRace(t, srv, "sharedcancel", victim)
+			ctx, r, px := proxiedRWBatchRace(t, "sharedcancel")
+			victim, srv := r.victim, r.srv
 			r.cacheLeave(ctx)
 			w, err := r.writer.Lock(ctx)
 			require.NoError(t, err)
