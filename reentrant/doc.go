@@ -174,8 +174,12 @@
 // once, past the queue and the size, with the write's token: the read
 // stays after the write's release (a downgrade), and no write comes
 // between. A read re-enters a read, and a write a write; permits are not
-// re-entered. A hold names the waiter it was last granted to, by which that
-// waiter's look finds it, and its leave gives it back.
+// re-entered. A hold names each waiter a message granted a count of it
+// (several, where waiters of one owner are granted together), until that
+// waiter's look claims its count or its leave gives it back: so a leave
+// gives back only its own waiter's count, and only once, and a client
+// hands back a grant that reached no waiter by that waiter's leave, never
+// by a release, which cannot tell one waiter's count from another's.
 //
 // # Scripts
 //

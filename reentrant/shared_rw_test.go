@@ -180,3 +180,45 @@ func TestRWTokens(t *testing.T) {
 		require.Equal(t, w.Token, st.LastToken)
 	}
 }
+
+// Three waiters of one owner (a shared owner, as WithOwner makes) are
+// granted one read hold in one batch, count 3, each its own count: a look
+// claims one (its leave then gives nothing back), each other's leave gives
+// back its own count once, and the claimed count is left to its release.
+// Before, the hold named only the last waiter granted: the first's leave
+// gave back nothing, and a client's hand-back of its grant by owner and
+// token could give back another waiter's count.
+func TestRWSharedOwnerWaitersLeaveOnlyTheirOwnCount(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "sharedowner", 0)
+	read, write := rw(t, k)
+	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
+	require.NoError(t, err)
+	c := newClient(t, rdb, k, "c")
+	for _, id := range []string{"a", "b", "c"} {
+		r, err := read.Acquire(ctx, rdb, "O", "q-"+id, testLease, 0, c.waiter(id))
+		require.NoError(t, err)
+		require.False(t, r.Acquired)
+	}
+	_, err = write.Release(ctx, rdb, "W", w.Token, "rw")
+	require.NoError(t, err)
+	require.Len(t, c.grants(t), 3)
+	require.Equal(t, map[string]int64{"r:O": 3}, holds(t, ctx, rdb, k))
+
+	look, err := read.Acquire(ctx, rdb, "O", "look-b", testLease, 0, c.waiter("b"))
+	require.NoError(t, err)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 3, Token: look.Token, Reported: true}, look)
+	for _, step := range []struct {
+		id   string
+		left bool
+		want int64
+	}{{"b", false, 3}, {"a", true, 2}, {"a", false, 2}, {"c", true, 1}} {
+		left, err := read.Leave(ctx, rdb, c.waiter(step.id), "O", testLease, false)
+		require.NoError(t, err)
+		require.Equal(t, step.left, left, "leave %s", step.id)
+		require.Equal(t, map[string]int64{"r:O": step.want}, holds(t, ctx, rdb, k), "after leave %s", step.id)
+	}
+	rel, err := read.Release(ctx, rdb, "O", look.Token, "rb")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	requireOnlyPersistentKeys(t, ctx, rdb, k)
+}

@@ -25,11 +25,12 @@ import (
 // without stopping itself: the test binary re-runs itself with helperEnv
 // set, and TestHelperProcess plays the holder.
 const (
-	helperEnv    = "BATON_TEST_HELPER" // the role; "holder" is the only one
+	helperEnv    = "BATON_TEST_HELPER" // the role: "holder" or "family" (family_child_test.go)
 	helperAddr   = "BATON_TEST_REDIS"  // the server's address
 	helperLock   = "BATON_TEST_LOCK"   // the lock's name
 	helperLease  = "BATON_TEST_LEASE"  // the watchdog lease
 	helperWire   = "BATON_TEST_WIRE"   // WithRedissonWire's client ID, if set
+	helperRW     = "BATON_TEST_RW"     // "r" or "w": the holder takes the RW lock's read or write
 	helperPrefix = "helper: "          // marks the child's protocol lines on stdout
 
 	// childClientName names the child's connections in CLIENT LIST.
@@ -62,11 +63,22 @@ func fencedWrite(ctx context.Context, rdb redis.Scripter, key string, token uint
 //	lost   — wait (bounded) for Context() to end and report the cause
 //	unlock — Unlock and report the error
 //	relock — take the lock again, as at the start
+//
+// With helperRW set it takes the RW lock of that name instead, its read
+// ("r") or its write ("w"). In the role "family" it is a child of the
+// multi-process checker instead (runFamilyChild).
 func TestHelperProcess(t *testing.T) {
-	if os.Getenv(helperEnv) != "holder" {
+	var err error
+	switch os.Getenv(helperEnv) {
+	case "holder":
+		err = runHolder(os.Stdin, os.Stdout)
+	case "family":
+		err = runFamilyChild(os.Stdin)
+	default:
 		t.Skip("the child process of the fault tests")
 	}
-	if err := runHolder(os.Stdin, os.Stdout); err != nil {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err) // the test's own output goes to stdout, which the parent reads for its protocol
 		t.Fatal(err)
 	}
 }
@@ -79,12 +91,8 @@ func runHolder(in io.Reader, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	o := redistest.Options(os.Getenv(helperAddr))
-	o.ClientName = childClientName
-	rdb := redis.NewClient(o)
+	rdb, store := childClients()
 	defer rdb.Close()
-	// The default user: the store is not a lock key.
-	store := redis.NewClient(&redis.Options{Addr: o.Addr, ClientName: childClientName})
 	defer store.Close()
 	opts := []Option{WithWatchdogLease(lease)}
 	if id := os.Getenv(helperWire); id != "" {
@@ -95,7 +103,15 @@ func runHolder(in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	l, err := c.Lock(ctx, os.Getenv(helperLock))
+	name := os.Getenv(helperLock)
+	take := func(ctx context.Context, opts ...LockOption) (*Lock, error) { return c.Lock(ctx, name, opts...) }
+	switch os.Getenv(helperRW) {
+	case "r":
+		take = c.RWLock(name).RLock
+	case "w":
+		take = c.RWLock(name).Lock
+	}
+	l, err := take(ctx)
 	if err != nil {
 		return err
 	}
@@ -114,7 +130,7 @@ func runHolder(in io.Reader, out io.Writer) error {
 			err := l.Context().Err()
 			say("check %t %t", err != nil, errors.Is(context.Cause(l.Context()), ErrLockLost))
 		case "relock":
-			if l, err = c.Lock(ctx, os.Getenv(helperLock)); err != nil {
+			if l, err = take(ctx); err != nil {
 				return err
 			}
 			say("relock %d", l.Token())
@@ -133,6 +149,16 @@ func runHolder(in io.Reader, out io.Writer) error {
 	return sc.Err()
 }
 
+// childClients are a child's connections to the server at helperAddr:
+// rdb as the tests' lock user, and plain as the default user, for keys that
+// are not a lock's (the fenced store, the family checker). Both carry
+// childClientName.
+func childClients() (rdb, plain *redis.Client) {
+	o := redistest.Options(os.Getenv(helperAddr))
+	o.ClientName = childClientName
+	return redis.NewClient(o), redis.NewClient(&redis.Options{Addr: o.Addr, ClientName: childClientName})
+}
+
 // child is a running helper process, seen from the test.
 type child struct {
 	t      *testing.T
@@ -149,10 +175,17 @@ type child struct {
 // the test ends.
 func startHolder(t *testing.T, srv *redistest.Server, name string, lease time.Duration, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), helperEnv+"=holder", helperAddr+"="+srv.Addr,
-		helperLock+"="+name, helperLease+"="+lease.String())
-	cmd.Env = append(cmd.Env, env...)
+	return startChild(t, time.Minute, append([]string{helperEnv + "=holder", helperAddr + "=" + srv.Addr,
+		helperLock + "=" + name, helperLease + "=" + lease.String()}, env...)...)
+}
+
+// startChild runs TestHelperProcess in a process of its own, with env
+// (which names its role) added to its environment, for at most timeout.
+// It is killed, if still running, when the test ends.
+func startChild(t *testing.T, timeout time.Duration, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.timeout="+timeout.String())
+	cmd.Env = append(os.Environ(), env...)
 	ch := &child{t: t, cmd: cmd, lines: make(chan string, 16), read: make(chan struct{})}
 	cmd.Stderr = &ch.stderr
 	var err error

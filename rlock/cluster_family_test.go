@@ -17,8 +17,9 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// familyMember is one kind of the lock family as the cluster tests drive
-// it, so that each test runs for every kind. Its holds weigh 1 to size: a
+// familyMember is one kind of the lock family as the cluster tests and the
+// multi-process checker (runFamily) drive it, so that each test runs for
+// every kind. Its holds weigh 1 to size: a
 // hold of weight size is exclusive; a member whose size is above 1 has
 // holds that share it.
 type familyMember struct {
@@ -40,6 +41,16 @@ type familyMember struct {
 	// order is what testOrderAcrossSlotMigration asks for: the weight
 	// held first, then those queued behind it, in turn.
 	order []int64
+
+	// ops are the operations a worker of the multi-process checker
+	// (runFamily) draws from at random, on the resource called name of c;
+	// a member weights an operation by listing it more than once. Members
+	// that hold alone (the plain lock) have none.
+	ops func(c *Client, name string) []familyOp
+	// look takes the whole resource once and gives it back: it waits out
+	// any hold a dead child left, and drops the queue entries of dead
+	// waiters before it.
+	look func(ctx context.Context, c *Client, name string) error
 }
 
 // taken is a hold a familyMember took.
@@ -88,6 +99,8 @@ var rwMember = familyMember{
 	kind:            "rw",
 	size:            reentrant.WriteWeight,
 	readsShareToken: true,
+	ops:             rwFamilyOps,
+	look:            rwLook,
 	take: func(ctx context.Context, c *Client, name string, weight int64) (taken, error) {
 		take := c.RWLock(name).Lock
 		if weight == 1 {

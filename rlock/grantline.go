@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/batonlock/baton/notify"
@@ -58,7 +59,12 @@ func (g *grantLine) keep(ctx context.Context, hub *notify.Hub, channel string) e
 // unclaimedGrant is the hub's Unclaimed handler: a grant reached this
 // client for a waiter that has gone. Unless the waiter took the hold all
 // the same (a look found it before the message came), the grant is passed
-// on: a release of the granted hold, in the background.
+// on, in the background. A multi-holder resource's grant is passed on by
+// the waiter's leave, which gives its count back only while the hold
+// names the waiter: one hold may carry the counts of several waiters of
+// one owner, which a release by owner and token cannot tell apart, and
+// the waiter's own leave may have given the count back already. A plain
+// lock's grant is passed on by a release of the granted hold.
 func (c *Client) unclaimedGrant(_, msg string) {
 	g, err := reentrant.ParseGrant(msg)
 	if err != nil {
@@ -68,10 +74,20 @@ func (c *Client) unclaimedGrant(_, msg string) {
 	if err != nil {
 		return
 	}
+	// The granted hold's lease is its waiter's, unknown here: the watchdog's
+	// bounds the retries.
+	if g.Kind != "" {
+		id, _, _ := strings.Cut(msg, " ")
+		w := res.waiter(id, c.id)
+		c.background.run(c.cfg.watchdogLease, func(ctx context.Context) {
+			_ = untilAnswered(ctx, func(ctx context.Context) error {
+				return res.leave(ctx, w, g.Owner, c.cfg.watchdogLease, false)
+			})
+		})
+		return
+	}
 	if h := c.table.get(holdKey{res.id(), g.Owner}); h != nil && h.token == g.Token {
 		return
 	}
-	// The granted hold's lease is its waiter's, unknown here: the watchdog's
-	// bounds the retries.
 	c.background.run(c.cfg.watchdogLease, func(ctx context.Context) { releaseRetrying(ctx, res, g.Owner, g.Token) })
 }

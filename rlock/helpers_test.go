@@ -83,10 +83,16 @@ func waitForQueueLen(t *testing.T, srv *redistest.Server, key string, n int64) {
 // within is the next value from ch, failing with what after fast.
 func within[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
+	return withinBy(t, ch, time.Now().Add(fast), what)
+}
+
+// withinBy is within, failing at deadline.
+func withinBy[T any](t *testing.T, ch <-chan T, deadline time.Time, what string) T {
+	t.Helper()
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(fast):
+	case <-time.After(time.Until(deadline)):
 		t.Fatal(what)
 		var zero T
 		return zero
@@ -96,6 +102,7 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 type acquired struct {
 	lock *Lock
 	took time.Duration
+	at   time.Time // when the call returned
 	err  error
 }
 
@@ -106,7 +113,7 @@ func lockInBackground(ctx context.Context, c *Client, name string) <-chan acquir
 	start := time.Now()
 	go func() {
 		l, err := c.Lock(ctx, name)
-		got <- acquired{lock: l, took: time.Since(start), err: err}
+		got <- acquired{lock: l, took: time.Since(start), at: time.Now(), err: err}
 	}()
 	return got
 }
@@ -114,9 +121,16 @@ func lockInBackground(ctx context.Context, c *Client, name string) <-chan acquir
 // receive returns a background Lock's result, failing after fast.
 func receive(t *testing.T, res <-chan acquired) *Lock {
 	t.Helper()
-	r := within(t, res, "the waiter did not get the lock")
+	return receiveBy(t, res, time.Now().Add(fast)).lock
+}
+
+// receiveBy returns a background Lock's result, which must be a hold,
+// failing at deadline.
+func receiveBy(t *testing.T, res <-chan acquired, deadline time.Time) acquired {
+	t.Helper()
+	r := withinBy(t, res, deadline, "the waiter did not get the lock")
 	require.NoError(t, r.err)
-	return r.lock
+	return r
 }
 
 // lockKeys are the keys of the plain lock called name.

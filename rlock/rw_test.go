@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,23 +19,28 @@ import (
 func rwKey(name string) string { return lockKey(name) + ":rw" }
 
 // requireOnlyFence fails unless all that is left of name's resources
-// are their fences, a semaphore's size, and request records and waiters'
-// liveness keys that expire.
+// are their fences, a semaphore's size (which persists like a fence), and
+// request records and waiters' liveness keys that expire.
 func requireOnlyFence(t *testing.T, rdb *redis.Client, name string) {
 	t.Helper()
 	ctx := context.Background()
 	var left []string
-	require.Eventually(t, func() bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		left = left[:0]
 		for _, k := range rdb.Keys(ctx, "*{"+name+"}*").Val() {
-			expires := (strings.Contains(k, ":req:") || strings.Contains(k, ":alive:")) && rdb.PTTL(ctx, k).Val() > 0
-			if !strings.HasSuffix(k, ":fence") && !strings.HasSuffix(k, ":sem:size") && !expires {
-				left = append(left, k)
+			ttl := rdb.PTTL(ctx, k).Val()
+			gone := ttl == -2 // expired since KEYS listed it
+			expires := (strings.Contains(k, ":req:") || strings.Contains(k, ":alive:")) && ttl > 0
+			persists := strings.HasSuffix(k, ":fence") || strings.HasSuffix(k, ":sem:size")
+			if !gone && !expires && !persists {
+				left = append(left, fmt.Sprintf("%s (PTTL %v)", k, ttl))
 			}
 		}
-		return len(left) == 0
-	}, 5*time.Second, 5*time.Millisecond, "keys of %s left", name)
-	require.Empty(t, left)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.Empty(t, left, "keys of %s left", name)
 }
 
 // rlockInBackground calls rw.RLock (or rw.Lock, if write) on another
@@ -48,7 +54,7 @@ func rlockInBackground(ctx context.Context, rw *RWLock, write bool) <-chan acqui
 			take = rw.Lock
 		}
 		l, err := take(ctx)
-		got <- acquired{lock: l, took: time.Since(start), err: err}
+		got <- acquired{lock: l, took: time.Since(start), at: time.Now(), err: err}
 	}()
 	return got
 }

@@ -45,17 +45,45 @@ local function holdField(mode, owner)
   return mode .. ':' .. owner
 end
 
--- formatHold is a hold's value: "<count> <weight> <token> <waiter>", the
--- hold count, the weight it takes, its token, and the ID of the waiter it
--- was last granted to ('' for none), by which that waiter's look and leave
--- know the grant was theirs.
+-- formatHold is a hold's value: "<count> <weight> <token> <waiters>", the
+-- hold count, the weight it takes, its token, and the IDs, joined by
+-- commas, of the waiters it was granted to by a message whose count they
+-- have neither claimed by a look nor left ('' for none): by its name a
+-- waiter's look and leave know a count was granted to it, and each count
+-- is given back once. A hold's owner may have several waiters in one grant
+-- (WithOwner): each has its own name, so one's leave cannot give back
+-- another's count.
 local function formatHold(count, weight, token, waiter)
   return string.format('%d %d %d %s', count, weight, token, waiter)
 end
 
+-- named reports whether the waiter list w names waiter id.
+local function named(w, id)
+  return id ~= '' and string.find(',' .. w .. ',', ',' .. id .. ',', 1, true) ~= nil
+end
+
+-- addName is the waiter list w naming id too ('' names nobody).
+local function addName(w, id)
+  if id == '' or w == '' then
+    return w .. id
+  end
+  return w .. ',' .. id
+end
+
+-- unname is the waiter list w without id.
+local function unname(w, id)
+  local s = ',' .. w .. ','
+  local i = string.find(s, ',' .. id .. ',', 1, true)
+  if not i then
+    return w
+  end
+  s = string.sub(s, 1, i) .. string.sub(s, i + #id + 2)
+  return string.sub(s, 2, -2)
+end
+
 -- parseHold reads formatHold's value: a table with c (the count), n (the
 -- weight), t (the token, a string of digits, as callers compare it) and w
--- (the waiter); nil for false (no such field).
+-- (the waiters named); nil for false (no such field).
 local function parseHold(v)
   if not v then
     return nil

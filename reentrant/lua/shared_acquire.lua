@@ -60,9 +60,19 @@ if held then
   -- waiter knows its grant by the waiter the hold names. Either reports
   -- the hold and counts nothing; a waiter's look confirms the grant, whose
   -- lease may hold only until confirmed.
-  if newOwner or waiter ~= '' and held.w == waiter then
+  local claims = named(held.w, waiter)
+  if newOwner or claims then
     if waiter ~= '' then
       extend(hash, leases, field, now + leaseMs)
+    end
+    if claims then
+      -- Claimed: the hold names the waiter no more, so neither its leave
+      -- nor the hand-back of its grant message gives its count back; a
+      -- resend of this look replays it, and so does an undo.
+      redis.call('hset', hash, field, formatHold(held.c, held.n, held.t, unname(held.w, waiter)))
+      if not newOwner then
+        redis.call('set', req, held.c .. ':' .. held.t, 'px', requestMs)
+      end
     end
     return {1, held.c, tonumber(held.t), 1}
   end

@@ -83,14 +83,17 @@ end
 local function admit(plan, g)
   local h = plan.holds[g.f]
   if not h and g.held then
-    h = {c = g.held.c, n = g.held.n, t = g.held.t}
+    h = {c = g.held.c, n = g.held.n, t = g.held.t, w = g.held.w}
     plan.holds[g.f] = h
     plan.fields[#plan.fields + 1] = g.f
   end
+  -- A grant by message names its waiter; the caller's own is in its reply
+  -- (and its request record), and names nobody.
+  local name = g.id ~= plan.self and g.id or ''
   if h then
-    h.c, h.w = h.c + 1, g.id
+    h.c, h.w = h.c + 1, addName(h.w, name)
   else
-    plan.holds[g.f] = {c = 1, n = g.n, t = g.t, w = g.id}
+    plan.holds[g.f] = {c = 1, n = g.n, t = g.t, w = name}
     plan.fields[#plan.fields + 1] = g.f
     plan.used = plan.used + g.n
   end

@@ -28,11 +28,12 @@ local now = nowMs()
 local used = purge(r, now)
 local field = holdField(mode, owner)
 local held = parseHold(redis.call('hget', hash, field))
--- The hold names the waiter it was last granted to; a hold of the same
--- owner granted to another of its calls is not this waiter's to leave.
-if not held or held.w ~= waiter then
+-- The hold names the waiters granted a count of it that they have not
+-- claimed; a count granted to another call of the same owner, or one this
+-- waiter claimed, is not this leave's to give back.
+if not held or not named(held.w, waiter) then
   return 0
 end
-held.w = ''
+held.w = unname(held.w, waiter)
 local _, left = leaveHold(r, field, held, used, now)
 return left and 2 or 1
