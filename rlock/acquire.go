@@ -22,7 +22,9 @@ import (
 //
 // Errors: ErrInvalidName, ErrInvalidOption; ErrNotObtained when WaitAtMost
 // ran out, or when ctx ended (then matching ctx.Err() too); ErrClosed; or
-// the Redis error. A failed call never leaves the lock taken.
+// the Redis error. A failed call never leaves the lock taken. A grant that
+// arrives as ctx ends may still be returned: the hold is the caller's, its
+// Context (derived from ctx) is already done, and Unlock gives it back.
 func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (*Lock, error) {
 	return c.observed(c.obtain(ctx, name, opts, true))
 }
