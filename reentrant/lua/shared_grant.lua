@@ -26,26 +26,43 @@
 local grantBatch = 1024
 
 -- firstRead is how many queue entries a plan reads first; each later read
--- takes three times what it has read, so that k admitted waiters cost
--- about log4(k) reads, and a head that does not fit costs one.
-local firstRead = 16
+-- takes at least three times what it has read. Reading is cheap: an entry
+-- costs when it is parsed (see parseQueue).
+local firstRead = 4
 
--- readQueue appends the next queue entries to plan.recs, each parsed, with
--- the hold its owner has in its mode, if any (one HMGET for the lot): none
--- where the caller is ending every hold (r.cleared) or that one (r.gone).
-local function readQueue(r, plan)
-  local from = #plan.recs
-  local want = math.min(math.max(firstRead, from * 3), grantBatch - from)
+-- readQueue appends the next queue entries, unparsed, to plan.raw: up to
+-- entry upto at least.
+local function readQueue(r, plan, upto)
+  local from = #plan.raw
+  local want = math.min(math.max(firstRead, from * 3, upto - from), grantBatch - from)
   local more = want > 0 and redis.call('lrange', r.queue, from, from + want - 1) or {}
   plan.ended = want > 0 and #more < want
-  local fields = {}
   for i, rec in ipairs(more) do
-    local w = parseSharedWaiter(rec)
+    plan.raw[from + i] = rec
+  end
+end
+
+-- parseQueue appends the next queue entries to plan.recs, each parsed,
+-- with the hold its owner has in its mode, if any (one HMGET for the lot):
+-- none where the caller is ending every hold (r.cleared) or that one
+-- (r.gone). Parsing is what an entry costs, so it parses as many as it
+-- has parsed (at least one) while they are few, then three times as many:
+-- a head that does not fit costs one, and k admitted waiters at most about
+-- 4k in log4(k) HMGETs.
+local function parseQueue(r, plan)
+  local from = #plan.recs
+  local to = from + (from < 4 and math.max(from, 1) or 3 * from)
+  if to > #plan.raw and not plan.ended then
+    readQueue(r, plan, to)
+  end
+  local fields = {}
+  for i = from + 1, math.min(#plan.raw, to) do
+    local w = parseSharedWaiter(plan.raw[i])
     if w then
       w.f = holdField(w.m, w.o)
       fields[#fields + 1] = w.f
     end
-    plan.recs[from + i] = w or false
+    plan.recs[i] = w or false
   end
   if #fields > 0 and not r.cleared then
     local holds = redis.call('hmget', r.hash, unpack(fields))
@@ -117,8 +134,8 @@ local function selectRun(r, plan, size)
   local run, used, n = {}, plan.used, plan.examined
   local joined = {}
   while true do
-    if n == #plan.recs and not plan.ended then
-      readQueue(r, plan)
+    if n == #plan.recs then
+      parseQueue(r, plan)
     end
     local w = plan.recs[n + 1]
     if w == nil then
@@ -213,7 +230,7 @@ end
 -- left behind them) and left (it stopped at grantBatch, before a head it
 -- did not judge).
 local function planGrants(r, used, size, self)
-  local plan = {recs = {}, ended = false, examined = 0, used = used, grants = {}, holds = {}, fields = {},
+  local plan = {raw = {}, recs = {}, ended = false, examined = 0, used = used, grants = {}, holds = {}, fields = {},
     self = self}
   if not size then
     -- The size is unknown (see resource): nothing can be judged to fit.
