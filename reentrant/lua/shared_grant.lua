@@ -90,7 +90,7 @@ local function issue(r, plan, g)
     g.t = plan.lastWrite
     return
   end
-  plan.next = plan.next and plan.next + 1 or nextToken(r.fence, plan.fence)
+  plan.next = plan.next and plan.next + 1 or nextToken(r.fence, plan.fence, r.clock)
   g.t = plan.next
 end
 
@@ -261,16 +261,18 @@ local function planGrants(r, used, size, self)
 end
 
 -- commitGrants writes plan (see planGrants): drops the examined entries
--- from the queue and writes the holds granted, each with a lease from now
--- (server ms): the one its waiter asked for when it is the caller's own
+-- from the queue and gives the holds granted each a lease from now (server
+-- ms): the one its waiter asked for when it is the caller's own
 -- (plan.self, which is '' for a call without a waiter), else the one it
--- has until confirmed. A lease is never shortened. The caller settles.
+-- has until confirmed. A lease is never shortened. It returns the holds'
+-- fields and values (nil for none), which the caller writes as it settles
+-- (settle).
 local function commitGrants(r, plan, now)
   if plan.examined > 0 then
-    redis.call('ltrim', r.queue, plan.examined, -1)
+    redis.call('ltrim', r.queue, plan.examined, '-1')
   end
   if #plan.grants == 0 then
-    return
+    return nil
   end
   local holds, leases = {}, {}
   for _, f in ipairs(plan.fields) do
@@ -282,11 +284,11 @@ local function commitGrants(r, plan, now)
     leases[#leases + 1] = now + tonumber(g.id == plan.self and g.l or g.u)
     leases[#leases + 1] = g.f
   end
-  redis.call('hset', r.hash, unpack(holds))
   redis.call('zadd', r.leases, 'gt', unpack(leases))
   if plan.written then
     redis.call('set', r.fence, formatToken(plan.written))
   end
+  return holds
 end
 
 -- finish writes plan (commitGrants) and settles, when the plan changed
@@ -296,8 +298,7 @@ local function finish(r, plan, now)
     storeSize(r)
     return
   end
-  commitGrants(r, plan, now)
-  settle(r, plan.used)
+  settle(r, plan.used, commitGrants(r, plan, now))
 end
 
 -- leaveHold ends one count of held, the hold at field, of a resource whose
@@ -314,7 +315,6 @@ local function leaveHold(r, field, held, used, now)
   local plan = planGrants(r, used - held.n, r.size, '')
   redis.call('hdel', r.hash, field)
   redis.call('zrem', r.leases, field)
-  commitGrants(r, plan, now)
-  settle(r, plan.used)
+  settle(r, plan.used, commitGrants(r, plan, now))
   return 0, plan.left
 end

@@ -24,10 +24,9 @@ if redis.call('lrem', queue, 1, record) == 1 then
   return 0
 end
 local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
-local now = nowMs()
-local used = purge(r, now)
+local now = nowMs(r)
 local field = holdField(mode, owner)
-local held = parseHold(redis.call('hget', hash, field))
+local used, held = purge(r, now, field)
 -- The hold names the waiter it was last granted to; a hold of the same
 -- owner granted to another of its calls is not this waiter's to leave.
 if not held or held.w ~= waiter then
