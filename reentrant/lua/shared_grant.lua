@@ -80,10 +80,16 @@ local function parseQueue(r, plan)
 end
 
 -- issue gives grant g (mode g.m) its token: the last write grant's for a
--- read, the next one for a write or permits.
+-- read, the next one for a write or permits. The counter is read once: by
+-- the write probe (see publishRun) when g is another waiter's, whose grant
+-- is published, so that the probe costs no call of its own.
 local function issue(r, plan, g)
   if plan.fence == nil then
-    plan.fence = redis.call('get', r.fence)
+    if g.id ~= plan.self then
+      plan.fence, plan.probed = writeProbe(r.fence), true
+    else
+      plan.fence = redis.call('get', r.fence)
+    end
     plan.lastWrite = tonumber(plan.fence or 0)
   end
   if g.m == 'r' then
