@@ -76,14 +76,19 @@ end
 -- purge drops the holds whose deadline is at or before now (server ms),
 -- up to purgeMax of them, and returns the weight the holds left use and,
 -- given field, the hold at field if it is left (parseHold), read in the
--- same call.
+-- same call. It looks at the first deadline first: when none has passed,
+-- it keeps it as r.first (false for no hold), for earliestMs, until the
+-- script changes the leases (commitGrants).
 local function purge(r, now, field)
-  local gone = redis.call('zrangebyscore', r.leases, '-inf', now, 'limit', '0', purgeMax)
+  local first = redis.call('zrange', r.leases, '0', '0', 'withscores')
   local got = field and redis.call('hmget', r.hash, 'used', field) or {redis.call('hget', r.hash, 'used')}
   local used, held = tonumber(got[1] or 0), parseHold(got[2])
-  if #gone == 0 then
+  local deadline = #first > 0 and tonumber(first[2])
+  if not deadline or deadline > now then
+    r.first = deadline
     return used, held
   end
+  local gone = redis.call('zrangebyscore', r.leases, '-inf', now, 'limit', '0', purgeMax)
   for _, v in ipairs(gone) do
     if v == field then
       held = nil
@@ -141,11 +146,16 @@ end
 
 -- earliestMs is how long until the first hold's deadline, in ms, from now:
 -- when a waiter should look again, since the holds may change then without
--- a message. -1 when nobody holds the resource.
+-- a message. -1 when nobody holds the resource. It reads the deadline
+-- purge kept, if the leases have not changed since.
 local function earliestMs(r, now)
-  local first = redis.call('zrange', r.leases, '0', '0', 'withscores')
-  if #first == 0 then
+  local first = r.first
+  if first == nil then
+    local z = redis.call('zrange', r.leases, '0', '0', 'withscores')
+    first = #z > 0 and tonumber(z[2])
+  end
+  if not first then
     return -1
   end
-  return math.max(tonumber(first[2]) - now, 0)
+  return math.max(first - now, 0)
 end

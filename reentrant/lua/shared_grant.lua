@@ -274,6 +274,7 @@ end
 -- fields and values (nil for none), which the caller writes as it settles
 -- (settle).
 local function commitGrants(r, plan, now)
+  r.first = nil
   if plan.examined > 0 then
     redis.call('ltrim', r.queue, plan.examined, '-1')
   end
