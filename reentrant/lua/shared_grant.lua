@@ -287,8 +287,15 @@ local function commitGrants(r, plan, now)
     holds[#holds + 1] = f
     holds[#holds + 1] = formatHold(h.c, h.n, h.t, h.w)
   end
+  -- A deadline goes as a string (see purgeMax), made once per lease: the
+  -- grants of a batch mostly ask for the same.
+  local deadlines = {}
   for _, g in ipairs(plan.grants) do
-    leases[#leases + 1] = now + tonumber(g.id == plan.self and g.l or g.u)
+    local lease = g.id == plan.self and g.l or g.u
+    if not deadlines[lease] then
+      deadlines[lease] = formatToken(now + tonumber(lease))
+    end
+    leases[#leases + 1] = deadlines[lease]
     leases[#leases + 1] = g.f
   end
   redis.call('zadd', r.leases, 'gt', unpack(leases))
