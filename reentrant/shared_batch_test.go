@@ -92,8 +92,9 @@ func TestRWWriteReleaseAdmitsAllQueuedReadsInOneRun(t *testing.T) {
 		others[n] = total(counts, "publish", "evalsha")
 		t.Logf("k=%d: %d commands besides EVALSHA and %d PUBLISH: %v", n, others[n], counts["publish"], counts)
 	}
-	// Reading the queue grows by a read per factor of four (see readQueue
-	// in shared_grant.lua); nothing else grows with k.
+	// Reading and parsing the queue grow by a read and an HMGET per
+	// factor of four (see parseQueue in shared_grant.lua); nothing else
+	// grows with k.
 	require.LessOrEqual(t, others[100], others[10]+4)
 	require.LessOrEqual(t, others[10], others[1]+4)
 }

@@ -268,3 +268,30 @@ func TestSharedGrantGetsPastManyDeadWaiters(t *testing.T) {
 	require.True(t, r.Acquired)
 	require.Empty(t, queued(t, ctx, rdb, k))
 }
+
+// The wait an acquire reports is until the first deadline of the holds as
+// the call leaves them: a hold its own grant pass made, with a lease
+// shorter than those before, counts. Here B's read, queued behind a write
+// that left the queue, is granted by C's call, which then waits.
+func TestWaitIsUntilTheFirstDeadlineAfterTheCallsGrants(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "first", 0)
+	read, write := rw(t, k)
+	h, err := read.AcquireNew(ctx, rdb, "H", testLease, Waiter{})
+	require.NoError(t, err)
+	require.True(t, h.Acquired)
+	c := newClient(t, rdb, k, "c")
+	c.enqueue(t, ctx, rdb, write, "X", c.waiter("x"))
+	const short = time.Second
+	r, err := read.AcquireNew(ctx, rdb, "B", short, c.waiter("b"))
+	require.NoError(t, err)
+	require.False(t, r.Acquired, "B waits behind X")
+	left, err := write.Leave(ctx, rdb, c.waiter("x"), "X", testLease, true)
+	require.NoError(t, err)
+	require.False(t, left)
+
+	r, err = write.AcquireNew(ctx, rdb, "C", testLease, c.waiter("c"))
+	require.NoError(t, err)
+	require.False(t, r.Acquired, "C waits for H and B")
+	require.Equal(t, "b", c.grants(t)[0].Waiter, "C's call granted B")
+	require.True(t, r.HolderTTL > 0 && r.HolderTTL <= short, "look again when B's lease runs out: %v", r.HolderTTL)
+}

@@ -222,3 +222,52 @@ func TestRWSharedOwnerWaitersLeaveOnlyTheirOwnCount(t *testing.T) {
 	require.Equal(t, Released, rel.Status)
 	requireOnlyPersistentKeys(t, ctx, rdb, k)
 }
+
+// A queued call of an owner that holds a read, reached by a later grant,
+// joins that hold wherever it lies in the queue: counted, taking no more
+// of the size. Here it is the seventh entry, past what a grant that
+// stops at the head reads and parses.
+func TestRWQueuedCallJoinsItsOwnersHold(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "join", 0)
+	read, write := rw(t, k)
+	x, err := write.AcquireNew(ctx, rdb, "X", testLease, Waiter{})
+	require.NoError(t, err)
+	c := newClient(t, rdb, k, "c")
+	enqueue := func(s Share, owner, id string) {
+		r, err := s.Acquire(ctx, rdb, owner, "req-"+id, testLease, 0, c.waiter(id))
+		require.NoError(t, err)
+		require.False(t, r.Acquired, "%s waits", id)
+	}
+	enqueue(read, "O", "o1")
+	enqueue(write, "B", "b")
+	readers := ids("a", 6)
+	for _, id := range readers {
+		enqueue(read, "A-"+id, id)
+	}
+	enqueue(read, "O", "o2")
+	_, err = write.Release(ctx, rdb, "X", x.Token, "rel-x")
+	require.NoError(t, err)
+	require.Equal(t, "o1", c.grants(t)[0].Waiter)
+	require.Equal(t, map[string]int64{"r:O": 1}, holds(t, ctx, rdb, k))
+
+	left, err := write.Leave(ctx, rdb, c.waiter("b"), "B", testLease, false)
+	require.NoError(t, err)
+	require.False(t, left, "B only leaves the queue")
+	r, err := read.Acquire(ctx, rdb, "A-a0", "req-a0", testLease, 0, c.waiter("a0"))
+	require.NoError(t, err)
+	require.True(t, r.Acquired, "a0's look grants the reads queued")
+	var got []string
+	for _, g := range c.grants(t) {
+		got = append(got, g.Waiter)
+	}
+	require.ElementsMatch(t, append(readers[1:], "o2"), got)
+	want := map[string]int64{"r:O": 2}
+	for _, id := range readers {
+		want["r:A-"+id] = 1
+	}
+	require.Equal(t, want, holds(t, ctx, rdb, k))
+	st, err := k.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.EqualValues(t, 1+len(readers), st.Used, "O's second count takes no more")
+	require.Empty(t, queued(t, ctx, rdb, k))
+}

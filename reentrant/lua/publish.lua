@@ -13,9 +13,11 @@
 -- the fencing counter (always a string) and touches neither value nor TTL,
 -- but is flagged as a write, and Redis judges a script's commands by their
 -- flags (READONLY on a replica, NOREPLICAS, MISCONF) before running them.
--- It is not flagged deny-oom, so a full server still lets a lock go.
+-- It is not flagged deny-oom, so a full server still lets a lock go. It
+-- returns the counter's value (false when it is missing), for a caller
+-- that needs it.
 local function writeProbe(fence)
-  redis.call('getex', fence)
+  return redis.call('getex', fence)
 end
 
 -- deliver publishes a grant message msg on channel, with publish

@@ -2,22 +2,24 @@
 -- defined once, in record.go, where Waiter.record writes it;
 -- TestRecordRoundTrip holds this reader to it.
 
--- parseWaiter reads a queue record. It returns a table with id (the
--- waiter's ID), l (its lease in ms, a string), u (its lease until
--- confirmed, in ms, a string), shared (whether its owner is shared), c (its
--- grant channel), a (its liveness key, nil for none) and o (its owner); or
--- nil for anything else (an entry written by another version of baton).
-local function parseWaiter(rec)
-  local id, lease, unconfirmed, shared, nc, na, rest =
-    string.match(rec, '^(%S+) (%d+) (%d+) ([01]) (%d+) (%d+) (.*)$')
+-- parseWaiter reads a queue record, from byte init on (1 if nil). It
+-- returns a table with id (the waiter's ID), l (its lease in ms, a string),
+-- u (its lease until confirmed, in ms, a string), shared (whether its owner
+-- is shared), c (its grant channel), a (its liveness key, nil for none) and
+-- o (its owner); or nil for anything else (an entry written by another
+-- version of baton). The strings are cut from rec where they lie: no copy
+-- of its rest is made.
+local function parseWaiter(rec, init)
+  local id, lease, unconfirmed, shared, nc, na, at =
+    string.match(rec, '^(%S+) (%d+) (%d+) ([01]) (%d+) (%d+) ()', init)
   if not id then
     return nil
   end
   nc, na = tonumber(nc), tonumber(na)
-  local w = {id = id, l = lease, u = unconfirmed, shared = shared == '1', c = string.sub(rest, 1, nc),
-    o = string.sub(rest, nc + na + 1)}
+  local w = {id = id, l = lease, u = unconfirmed, shared = shared == '1', c = string.sub(rec, at, at + nc - 1),
+    o = string.sub(rec, at + nc + na)}
   if na > 0 then
-    w.a = string.sub(rest, nc + 1, nc + na)
+    w.a = string.sub(rec, at + nc, at + nc + na - 1)
   end
   return w
 end
@@ -27,8 +29,8 @@ end
 -- parseWaiter's table with m (the mode: 'r', 'w' or 'p') and n (the
 -- weight, a number) added; or nil for anything else.
 local function parseSharedWaiter(rec)
-  local mode, weight, rest = string.match(rec, '^([rwp]) (%d+) (.*)$')
-  local w = mode and parseWaiter(rest)
+  local mode, weight, at = string.match(rec, '^([rwp]) (%d+) ()')
+  local w = mode and parseWaiter(rec, at)
   if not w then
     return nil
   end

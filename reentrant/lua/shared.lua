@@ -14,7 +14,9 @@
 
 -- purgeMax bounds the expired holds one script drops: a hold left behind
 -- still counts as used, which only delays a grant until the next script.
-local purgeMax = 1024
+-- It is a string, as every constant argument of redis.call here: a number
+-- costs the call a float formatting.
+local purgeMax = '1024'
 
 -- resource names the keys and settings of one multi-holder resource for
 -- the library's functions, and reads its size. sizeKey is nil for a
@@ -36,8 +38,15 @@ local function resource(hash, leases, queue, fence, sizeKey, size, publish)
 end
 
 -- nowMs is the server clock in ms: the clock every lease deadline is on.
-local function nowMs()
-  return math.floor(clockToken() / 1000)
+-- Given r, it keeps the reading in µs as r.clock, the clock of the tokens
+-- the script issues (see issue): one reading serves the whole script,
+-- which runs at one instant.
+local function nowMs(r)
+  local clock = clockToken()
+  if r then
+    r.clock = clock
+  end
+  return math.floor(clock / 1000)
 end
 
 -- holdField is the field (and leases member) of owner's hold in mode.
@@ -93,12 +102,25 @@ local function parseHold(v)
 end
 
 -- purge drops the holds whose deadline is at or before now (server ms),
--- up to purgeMax of them, and returns the weight the holds left use.
-local function purge(r, now)
-  local gone = redis.call('zrangebyscore', r.leases, '-inf', now, 'limit', 0, purgeMax)
-  local used = tonumber(redis.call('hget', r.hash, 'used') or 0)
-  if #gone == 0 then
-    return used
+-- up to purgeMax of them, and returns the weight the holds left use and,
+-- given field, the hold at field if it is left (parseHold), read in the
+-- same call. It looks at the first deadline first: when none has passed,
+-- it keeps it as r.first (false for no hold), for earliestMs, until the
+-- script changes the leases (commitGrants).
+local function purge(r, now, field)
+  local first = redis.call('zrange', r.leases, '0', '0', 'withscores')
+  local got = field and redis.call('hmget', r.hash, 'used', field) or {redis.call('hget', r.hash, 'used')}
+  local used, held = tonumber(got[1] or 0), parseHold(got[2])
+  local deadline = #first > 0 and tonumber(first[2])
+  if not deadline or deadline > now then
+    r.first = deadline
+    return used, held
+  end
+  local gone = redis.call('zrangebyscore', r.leases, '-inf', now, 'limit', '0', purgeMax)
+  for _, v in ipairs(gone) do
+    if v == field then
+      held = nil
+    end
   end
   for _, v in ipairs(redis.call('hmget', r.hash, unpack(gone))) do
     local h = parseHold(v)
@@ -109,11 +131,11 @@ local function purge(r, now)
   redis.call('zrem', r.leases, unpack(gone))
   if redis.call('exists', r.leases) == 0 then
     redis.call('del', r.hash)
-    return 0
+    return 0, nil
   end
   redis.call('hdel', r.hash, unpack(gone))
   redis.call('hset', r.hash, 'used', used)
-  return used
+  return used, held
 end
 
 -- storeSize stores the size the resource was found without (see
@@ -124,17 +146,19 @@ local function storeSize(r)
   end
 end
 
--- settle records that the holds use used, after a script changed them:
--- the hash and the zset expire at the latest deadline, or, with no hold
--- left, the hash goes. It stores a size found missing (storeSize).
-local function settle(r, used)
+-- settle records that the holds use used, after a script changed them,
+-- with the holds' fields and values listed in holds (nil for none; see
+-- commitGrants) written in the same call: the hash and the zset expire at
+-- the latest deadline, or, with no hold left, the hash goes. It stores a
+-- size found missing (storeSize).
+local function settle(r, used, holds)
   storeSize(r)
-  local last = redis.call('zrange', r.leases, -1, -1, 'withscores')
+  local last = redis.call('zrange', r.leases, '-1', '-1', 'withscores')
   if #last == 0 then
     redis.call('del', r.hash)
     return
   end
-  redis.call('hset', r.hash, 'used', used)
+  redis.call('hset', r.hash, 'used', used, unpack(holds or {}))
   redis.call('pexpireat', r.hash, last[2])
   redis.call('pexpireat', r.leases, last[2])
 end
@@ -150,11 +174,16 @@ end
 
 -- earliestMs is how long until the first hold's deadline, in ms, from now:
 -- when a waiter should look again, since the holds may change then without
--- a message. -1 when nobody holds the resource.
+-- a message. -1 when nobody holds the resource. It reads the deadline
+-- purge kept, if the leases have not changed since.
 local function earliestMs(r, now)
-  local first = redis.call('zrange', r.leases, 0, 0, 'withscores')
-  if #first == 0 then
+  local first = r.first
+  if first == nil then
+    local z = redis.call('zrange', r.leases, '0', '0', 'withscores')
+    first = #z > 0 and tonumber(z[2])
+  end
+  if not first then
     return -1
   end
-  return math.max(tonumber(first[2]) - now, 0)
+  return math.max(first - now, 0)
 end

@@ -50,10 +50,9 @@ local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
 if not r.size or weight > r.size then
   return {-2, r.size or 0}
 end
-local now = nowMs()
-local used = purge(r, now)
+local now = nowMs(r)
 local field = holdField(mode, owner)
-local held = parseHold(redis.call('hget', hash, field))
+local used, held = purge(r, now, field)
 if held then
   -- A new owner can only hold through this same call: a resent command, a
   -- re-check after a grant, or a grant it was handed; a shared owner's

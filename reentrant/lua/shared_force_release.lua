@@ -22,11 +22,10 @@ if seen then
   return seen
 end
 local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
-local now = nowMs()
+local now = nowMs(r)
 local holds = redis.call('zcard', leases)
 r.cleared = true
 local plan = planGrants(r, 0, r.size, '')
 redis.call('del', hash, leases)
-commitGrants(r, plan, now)
-settle(r, plan.used)
+settle(r, plan.used, commitGrants(r, plan, now))
 return remember(req, {holds, plan.left and 1 or 0}, requestMs)

@@ -26,26 +26,43 @@
 local grantBatch = 1024
 
 -- firstRead is how many queue entries a plan reads first; each later read
--- takes three times what it has read, so that k admitted waiters cost
--- about log4(k) reads, and a head that does not fit costs one.
-local firstRead = 16
+-- takes at least three times what it has read. Reading is cheap: an entry
+-- costs when it is parsed (see parseQueue).
+local firstRead = 4
 
--- readQueue appends the next queue entries to plan.recs, each parsed, with
--- the hold its owner has in its mode, if any (one HMGET for the lot): none
--- where the caller is ending every hold (r.cleared) or that one (r.gone).
-local function readQueue(r, plan)
-  local from = #plan.recs
-  local want = math.min(math.max(firstRead, from * 3), grantBatch - from)
+-- readQueue appends the next queue entries, unparsed, to plan.raw: up to
+-- entry upto at least.
+local function readQueue(r, plan, upto)
+  local from = #plan.raw
+  local want = math.min(math.max(firstRead, from * 3, upto - from), grantBatch - from)
   local more = want > 0 and redis.call('lrange', r.queue, from, from + want - 1) or {}
   plan.ended = want > 0 and #more < want
-  local fields = {}
   for i, rec in ipairs(more) do
-    local w = parseSharedWaiter(rec)
+    plan.raw[from + i] = rec
+  end
+end
+
+-- parseQueue appends the next queue entries to plan.recs, each parsed,
+-- with the hold its owner has in its mode, if any (one HMGET for the lot):
+-- none where the caller is ending every hold (r.cleared) or that one
+-- (r.gone). Parsing is what an entry costs, so it parses as many as it
+-- has parsed (at least one) while they are few, then three times as many:
+-- a head that does not fit costs one, and k admitted waiters at most about
+-- 4k in log4(k) HMGETs.
+local function parseQueue(r, plan)
+  local from = #plan.recs
+  local to = from + (from < 4 and math.max(from, 1) or 3 * from)
+  if to > #plan.raw and not plan.ended then
+    readQueue(r, plan, to)
+  end
+  local fields = {}
+  for i = from + 1, math.min(#plan.raw, to) do
+    local w = parseSharedWaiter(plan.raw[i])
     if w then
       w.f = holdField(w.m, w.o)
       fields[#fields + 1] = w.f
     end
-    plan.recs[from + i] = w or false
+    plan.recs[i] = w or false
   end
   if #fields > 0 and not r.cleared then
     local holds = redis.call('hmget', r.hash, unpack(fields))
@@ -63,17 +80,23 @@ local function readQueue(r, plan)
 end
 
 -- issue gives grant g (mode g.m) its token: the last write grant's for a
--- read, the next one for a write or permits.
+-- read, the next one for a write or permits. The counter is read once: by
+-- the write probe (see publishRun) when g is another waiter's, whose grant
+-- is published, so that the probe costs no call of its own.
 local function issue(r, plan, g)
   if plan.fence == nil then
-    plan.fence = redis.call('get', r.fence)
+    if g.id ~= plan.self then
+      plan.fence, plan.probed = writeProbe(r.fence), true
+    else
+      plan.fence = redis.call('get', r.fence)
+    end
     plan.lastWrite = tonumber(plan.fence or 0)
   end
   if g.m == 'r' then
     g.t = plan.lastWrite
     return
   end
-  plan.next = plan.next and plan.next + 1 or nextToken(r.fence, plan.fence)
+  plan.next = plan.next and plan.next + 1 or nextToken(r.fence, plan.fence, r.clock)
   g.t = plan.next
 end
 
@@ -120,8 +143,8 @@ local function selectRun(r, plan, size)
   local run, used, n = {}, plan.used, plan.examined
   local joined = {}
   while true do
-    if n == #plan.recs and not plan.ended then
-      readQueue(r, plan)
+    if n == #plan.recs then
+      parseQueue(r, plan)
     end
     local w = plan.recs[n + 1]
     if w == nil then
@@ -216,7 +239,7 @@ end
 -- left behind them) and left (it stopped at grantBatch, before a head it
 -- did not judge).
 local function planGrants(r, used, size, self)
-  local plan = {recs = {}, ended = false, examined = 0, used = used, grants = {}, holds = {}, fields = {},
+  local plan = {raw = {}, recs = {}, ended = false, examined = 0, used = used, grants = {}, holds = {}, fields = {},
     self = self}
   if not size then
     -- The size is unknown (see resource): nothing can be judged to fit.
@@ -247,16 +270,19 @@ local function planGrants(r, used, size, self)
 end
 
 -- commitGrants writes plan (see planGrants): drops the examined entries
--- from the queue and writes the holds granted, each with a lease from now
--- (server ms): the one its waiter asked for when it is the caller's own
+-- from the queue and gives the holds granted each a lease from now (server
+-- ms): the one its waiter asked for when it is the caller's own
 -- (plan.self, which is '' for a call without a waiter), else the one it
--- has until confirmed. A lease is never shortened. The caller settles.
+-- has until confirmed. A lease is never shortened. It returns the holds'
+-- fields and values (nil for none), which the caller writes as it settles
+-- (settle).
 local function commitGrants(r, plan, now)
+  r.first = nil
   if plan.examined > 0 then
-    redis.call('ltrim', r.queue, plan.examined, -1)
+    redis.call('ltrim', r.queue, plan.examined, '-1')
   end
   if #plan.grants == 0 then
-    return
+    return nil
   end
   local holds, leases = {}, {}
   for _, f in ipairs(plan.fields) do
@@ -264,15 +290,22 @@ local function commitGrants(r, plan, now)
     holds[#holds + 1] = f
     holds[#holds + 1] = formatHold(h.c, h.n, h.t, h.w)
   end
+  -- A deadline goes as a string (see purgeMax), made once per lease: the
+  -- grants of a batch mostly ask for the same.
+  local deadlines = {}
   for _, g in ipairs(plan.grants) do
-    leases[#leases + 1] = now + tonumber(g.id == plan.self and g.l or g.u)
+    local lease = g.id == plan.self and g.l or g.u
+    if not deadlines[lease] then
+      deadlines[lease] = formatToken(now + tonumber(lease))
+    end
+    leases[#leases + 1] = deadlines[lease]
     leases[#leases + 1] = g.f
   end
-  redis.call('hset', r.hash, unpack(holds))
   redis.call('zadd', r.leases, 'gt', unpack(leases))
   if plan.written then
     redis.call('set', r.fence, formatToken(plan.written))
   end
+  return holds
 end
 
 -- finish writes plan (commitGrants) and settles, when the plan changed
@@ -282,8 +315,7 @@ local function finish(r, plan, now)
     storeSize(r)
     return
   end
-  commitGrants(r, plan, now)
-  settle(r, plan.used)
+  settle(r, plan.used, commitGrants(r, plan, now))
 end
 
 -- leaveHold ends one count of held, the hold at field, of a resource whose
@@ -300,7 +332,6 @@ local function leaveHold(r, field, held, used, now)
   local plan = planGrants(r, used - held.n, r.size, '')
   redis.call('hdel', r.hash, field)
   redis.call('zrem', r.leases, field)
-  commitGrants(r, plan, now)
-  settle(r, plan.used)
+  settle(r, plan.used, commitGrants(r, plan, now))
   return 0, plan.left
 end

@@ -24,10 +24,9 @@ if redis.call('lrem', queue, 1, record) == 1 then
   return 0
 end
 local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
-local now = nowMs()
-local used = purge(r, now)
+local now = nowMs(r)
 local field = holdField(mode, owner)
-local held = parseHold(redis.call('hget', hash, field))
+local used, held = purge(r, now, field)
 -- The hold names the waiters granted a count of it that they have not
 -- claimed; a count granted to another call of the same owner, or one this
 -- waiter claimed, is not this leave's to give back.

@@ -27,10 +27,9 @@ if done then
   return tonumber(done)
 end
 local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
-local now = nowMs()
-local used = purge(r, now)
+local now = nowMs(r)
 local field = holdField(mode, owner)
-local held = parseHold(redis.call('hget', hash, field))
+local used, held = purge(r, now, field)
 -- The token tells holds apart: a release meant for a hold that expired
 -- must not release the same owner's next hold.
 if not held or held.t ~= token then

@@ -15,7 +15,7 @@ local size, publish = ARGV[1], ARGV[2]
 
 local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
 r.size, r.storeSize = tonumber(size), true
-local now = nowMs()
+local now = nowMs(r)
 local plan = planGrants(r, purge(r, now), r.size, '')
 finish(r, plan, now)
 return plan.left and 1 or 0

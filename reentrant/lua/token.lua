@@ -18,12 +18,14 @@ end
 
 -- nextToken is the token of a new hold: the larger of the counter's next
 -- value and the clock. last is the counter's value if the caller has read
--- it (false when it is missing), nil if not. It writes nothing.
-local function nextToken(fence, last)
+-- it (false when it is missing), nil if not; clock is the clock
+-- (clockToken) if the caller has read it in this script, nil if not. It
+-- writes nothing.
+local function nextToken(fence, last, clock)
   if last == nil then
     last = redis.call('get', fence)
   end
-  return math.max(tonumber(last or 0) + 1, clockToken())
+  return math.max(tonumber(last or 0) + 1, clock or clockToken())
 end
 
 -- takeToken writes the token of a new hold to the counter and returns it:
