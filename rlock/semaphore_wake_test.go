@@ -31,7 +31,6 @@ func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	}
 }
 
-
 // countedClient is newClient on a Redis client whose commands calls counts.
 func countedClient(t *testing.T, srv *redistest.Server, calls *callCounter) *Client {
 	t.Helper()
