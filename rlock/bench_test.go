@@ -71,10 +71,16 @@ func BenchmarkIdleHandOff(b *testing.B) {
 	if err := held.Unlock(ctx); err != nil {
 		b.Fatal(err)
 	}
-	gap, ping := median(gaps), median(pings)
-	b.ReportMetric(float64(gap.Nanoseconds()), "ns/op")
+	reportAgainstPing(b, gaps, pings, "gap/ping")
+}
+
+// reportAgainstPing reports the p50 of times as ns/op, the p50 of pings as
+// ping-ns, and their ratio under perPing.
+func reportAgainstPing(b *testing.B, times, pings []time.Duration, perPing string) {
+	t, ping := median(times), median(pings)
+	b.ReportMetric(float64(t.Nanoseconds()), "ns/op")
 	b.ReportMetric(float64(ping.Nanoseconds()), "ping-ns")
-	b.ReportMetric(float64(gap)/float64(ping), "gap/ping")
+	b.ReportMetric(float64(t)/float64(ping), perPing)
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -161,10 +167,7 @@ func benchmarkRWBatchGrant(b *testing.B, k int) {
 			}
 		}
 	}
-	batch, ping := median(batches), median(pings)
-	b.ReportMetric(float64(batch.Nanoseconds()), "ns/op")
-	b.ReportMetric(float64(ping.Nanoseconds()), "ping-ns")
-	b.ReportMetric(float64(batch)/float64(ping), "batch/ping")
+	reportAgainstPing(b, batches, pings, "batch/ping")
 }
 
 // awaitQueued waits, polling every 200 µs for at most 5 s, until the list
