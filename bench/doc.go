@@ -93,7 +93,12 @@
 //     by a holder SIGKILLed while holding 2: a process of the program
 //     itself (ServeHolder) takes them with a 2 s lease where permits have
 //     one and is killed; once the lease has passed, the permits another
-//     process cannot get are counted.
+//     process cannot get are counted;
+//   - in the semaphore scenarios, the wake-ups per grant: waiting calls
+//     woken by a message per grant to a waiting call (WakeCounts); the
+//     semaphore's idle hand-off (sem-idle-handoff, three workers asking 1
+//     of 2 permits) times the gap from a release to the grant it makes, as
+//     the lock's idle hand-off does.
 //
 // Runs never share keys: each has its own key prefix. Targets judges baton
 // on figures of the same run: against the FIFO limit 1/(hold + PING p50),

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,6 +52,34 @@ type Env struct {
 	// PermitLocker whose permits have one: the leak measure's holder uses
 	// a short one, so that a killed holder's permits return soon.
 	Lease time.Duration
+	// Wakes, in a semaphore scenario, is where the workers of the run count
+	// their wake-ups and the grants they waited for; nil elsewhere.
+	Wakes *WakeCounts
+}
+
+// WakeCounts is what the waiters of one run count: Grants, the
+// acquisitions granted to a call that had waited for a release; Wakeups,
+// the messages that woke a waiting call. A PermitLocker whose client hides
+// its messages (baton's hub) sets ByPublish instead of counting Wakeups,
+// when every PUBLISH or SPUBLISH it makes wakes one waiting client: the
+// run then counts the server's calls of those.
+type WakeCounts struct {
+	Grants, Wakeups atomic.Int64
+	ByPublish       atomic.Bool
+}
+
+// perGrant is the wake-ups per grant; n/a without grants, or when they are
+// counted by the server's calls (server) and the server has no
+// commandstats (nil).
+func (w *WakeCounts) perGrant(server map[string]int64) *float64 {
+	wakeups := w.Wakeups.Load()
+	if w.ByPublish.Load() {
+		if server == nil {
+			return nil
+		}
+		wakeups = server["publish"] + server["spublish"]
+	}
+	return ratio(float64(wakeups), float64(w.Grants.Load()))
 }
 
 // RWLocker is one process's way of taking named read-write locks: Lock

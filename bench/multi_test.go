@@ -175,12 +175,22 @@ func TestRWAndSemaphoreContestantsOnARealServer(t *testing.T) {
 	scenarios := slices.Concat(RWScenarios(d), SemaphoreScenarios(d))
 	rep, err := Suite{Target: target, Algorithms: algos, Scenarios: scenarios}.Run(ctx)
 	require.NoError(t, err)
-	require.Len(t, rep.Results, 2*len(RWAlgorithms())+len(SemaphoreAlgorithms()), "baton's lock runs none")
+	require.Len(t, rep.Results, 2*len(RWAlgorithms())+2*len(SemaphoreAlgorithms()), "baton's lock runs none")
 	for _, r := range rep.Results {
 		name := r.Algorithm + " on " + r.Scenario
 		require.Zero(t, r.Violations, name)
 		require.Positive(t, r.Acquisitions, name)
+		if r.Scenario == semHandoff {
+			require.Nil(t, r.PermitsLeaked, "the leak is measured once, on the semaphore scenario")
+			require.NotNil(t, r.WakeupsPerGrant, "%s: three workers on two permits wait", name)
+			if r.Algorithm == BatonSemaphoreName {
+				require.Positive(t, r.Handoffs, name)
+				require.NotNil(t, r.GapPerPing, name)
+			}
+			continue
+		}
 		if r.Scenario == semaphore {
+			require.NotNil(t, r.WakeupsPerGrant, name)
 			require.NotNil(t, r.PermitsLeaked, name)
 			switch r.Algorithm {
 			case CounterSemaphoreName:
@@ -239,4 +249,21 @@ func TestLeakHolderIsKilledHoldingItsPermits(t *testing.T) {
 
 	spec.Algorithm = "no-such"
 	require.ErrorContains(t, killHolder(ctx, exe, spec), `unknown algorithm "no-such"`)
+}
+
+// Wake-ups per grant: counted by the waiters, or, for a PermitLocker that
+// counts none itself, by the server's PUBLISH and SPUBLISH calls; n/a
+// without a grant, or without commandstats where the server counts.
+func TestWakeupsPerGrant(t *testing.T) {
+	var counted WakeCounts
+	require.Nil(t, counted.perGrant(nil), "no grant")
+	counted.Grants.Add(4)
+	counted.Wakeups.Add(10)
+	require.InDelta(t, 2.5, *counted.perGrant(map[string]int64{"publish": 99}), 1e-9, "the waiters' own count")
+
+	var published WakeCounts
+	published.ByPublish.Store(true)
+	published.Grants.Add(4)
+	require.Nil(t, published.perGrant(nil), "no commandstats")
+	require.InDelta(t, 1.25, *published.perGrant(map[string]int64{"publish": 3, "spublish": 2, "evalsha": 9}), 1e-9)
 }

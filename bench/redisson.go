@@ -60,9 +60,10 @@ var (
 // each confirmed before its first use, so that no release published after
 // a failed try can be missed.
 type wakeups struct {
-	rdb  redis.UniversalClient
-	mu   sync.Mutex // guards subs
-	subs map[string]*subscription
+	rdb    redis.UniversalClient
+	counts *WakeCounts // nil: nobody counts
+	mu     sync.Mutex  // guards subs
+	subs   map[string]*subscription
 }
 
 // subscription turns the messages of one channel into wake-ups: any number
@@ -74,8 +75,10 @@ type subscription struct {
 	done chan struct{} // closed when the forwarding goroutine ends
 }
 
-func newWakeups(rdb redis.UniversalClient) *wakeups {
-	return &wakeups{rdb: rdb, subs: map[string]*subscription{}}
+// newWakeups makes a worker's subscriptions; counts, when not nil, gets
+// its wake-ups and the grants they led to.
+func newWakeups(rdb redis.UniversalClient, counts *WakeCounts) *wakeups {
+	return &wakeups{rdb: rdb, counts: counts, subs: map[string]*subscription{}}
 }
 
 // messages is the wake-up stream of channel, subscribed on first use. The
@@ -139,17 +142,20 @@ func (w *wakeups) acquire(ctx context.Context, channel string, try func(context.
 		}
 		ok, retry, err := try(ctx)
 		if err != nil || ok {
+			if ok && w.counts != nil {
+				w.counts.Grants.Add(1)
+			}
 			return err
 		}
-		if err := awaitWakeup(ctx, msgs, retry); err != nil {
+		if err := w.awaitWakeup(ctx, msgs, retry); err != nil {
 			return err
 		}
 	}
 }
 
-// awaitWakeup waits for a wake-up on msgs, or for retry when positive, or
-// until ctx ends (its error).
-func awaitWakeup(ctx context.Context, msgs <-chan struct{}, retry time.Duration) error {
+// awaitWakeup waits for a wake-up on msgs, which it counts, or for retry
+// when positive, or until ctx ends (its error).
+func (w *wakeups) awaitWakeup(ctx context.Context, msgs <-chan struct{}, retry time.Duration) error {
 	var timeout <-chan time.Time
 	if retry > 0 {
 		t := time.NewTimer(retry)
@@ -158,6 +164,9 @@ func awaitWakeup(ctx context.Context, msgs <-chan struct{}, retry time.Duration)
 	}
 	select {
 	case <-msgs:
+		if w.counts != nil {
+			w.counts.Wakeups.Add(1)
+		}
 	case <-timeout:
 	case <-ctx.Done():
 		return ctx.Err()
@@ -176,7 +185,7 @@ type redissonRW struct {
 }
 
 func newRedissonRW(e Env) (RWLocker, error) {
-	return &redissonRW{rdb: e.Client, prefix: e.Prefix, id: rand.Text(), wakeups: newWakeups(e.Client)}, nil
+	return &redissonRW{rdb: e.Client, prefix: e.Prefix, id: rand.Text(), wakeups: newWakeups(e.Client, nil)}, nil
 }
 
 // redissonKeys are one RW lock's key, the base of its timeout keys, and its
@@ -253,7 +262,7 @@ func newCounterSemaphore(e Env) (PermitLocker, error) {
 	if e.Permits < 1 {
 		return nil, errors.New("bench: a semaphore needs Env.Permits ≥ 1")
 	}
-	return &counterSemaphore{rdb: e.Client, prefix: e.Prefix, permits: e.Permits, wakeups: newWakeups(e.Client)}, nil
+	return &counterSemaphore{rdb: e.Client, prefix: e.Prefix, permits: e.Permits, wakeups: newWakeups(e.Client, e.Wakes)}, nil
 }
 
 func (s *counterSemaphore) Acquire(ctx context.Context, name string, n int64) (Held, error) {

@@ -50,8 +50,9 @@ var tables = []struct {
 		{"read wait p99", func(r Result) string { return optional(r.ReadWaitP99, short) }},
 		{"write wait p99", func(r Result) string { return optional(r.WriteWaitP99, short) }},
 		{"write wait max", func(r Result) string { return optional(r.WriteWaitMax, short) }},
-		{"permits leaked", func(r Result) string { return optional(r.PermitsLeaked, wholeCount) }},
-	}, func(r Result) bool { return r.ReadsPerSec != nil || r.PermitsLeaked != nil }},
+		{"leaked", func(r Result) string { return optional(r.PermitsLeaked, wholeCount) }},
+		{"wakes/grant", func(r Result) string { return optional(r.WakeupsPerGrant, twoDecimals) }},
+	}, func(r Result) bool { return r.ReadsPerSec != nil || r.PermitsLeaked != nil || r.WakeupsPerGrant != nil }},
 }
 
 // WriteTable prints the report's results as three aligned tables (speed,
@@ -98,8 +99,10 @@ wait: Lock call to holding, waits cut short by the end of a run included.
 gap: release start to the next acquisition by a worker already waiting; gap/ping: in PING round trips.
 client cmd: written by the lock clients; server cmd and µs: INFO commandstats, script-internal commands included.
 CPU: user+system time of the bench process (lock clients and harness) during the run.
-reads/s, read and write wait: an RW scenario's reads and writes apart. permits leaked: after a holder of 2 is
-SIGKILLed and its lease (2 s, where permits have one) has passed, permits another process cannot get.
+reads/s, read and write wait: an RW scenario's reads and writes apart. leaked: permits, after a holder of 2 is
+SIGKILLed and its lease (2 s, where permits have one) has passed, that another process cannot get.
+wakes/grant: a semaphore's waiters woken by a message (baton: PUBLISH and SPUBLISH calls, one client each)
+per grant to a waiting call.
 -: not measured (no hand-offs, or a server without commandstats; CPU on the embedded server).
 `
 

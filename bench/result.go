@@ -87,6 +87,10 @@ type Result struct {
 	// measureLeak); n/a elsewhere. It is measured once per run, after the
 	// rounds.
 	PermitsLeaked *int64 `json:"permits_leaked"`
+	// WakeupsPerGrant is, in a semaphore scenario, the wake-ups of waiting
+	// calls per grant to a waiting call (see WakeCounts): 1 when a release
+	// wakes only the waiters it admits. n/a elsewhere, or without grants.
+	WakeupsPerGrant *float64 `json:"wakeups_per_grant"`
 }
 
 // summarize turns the workers' samples of one round into a Result.
@@ -184,6 +188,7 @@ func combine(rounds []Result) Result {
 	r.ReadWaitP99 = medianOf(rounds, func(x Result) *time.Duration { return x.ReadWaitP99 })
 	r.WriteWaitP99 = medianOf(rounds, func(x Result) *time.Duration { return x.WriteWaitP99 })
 	r.WriteWaitMax = medianOf(rounds, func(x Result) *time.Duration { return x.WriteWaitMax })
+	r.WakeupsPerGrant = medianOf(rounds, func(x Result) *float64 { return x.WakeupsPerGrant })
 	fair := figures(rounds, func(x Result) float64 { return x.Fairness })
 	m := rounds[slices.Index(fair, median(fair))]
 	r.Fairness, r.MinPerWorker, r.MaxPerWorker = m.Fairness, m.MinPerWorker, m.MaxPerWorker

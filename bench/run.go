@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // pingInterval spaces the pinger's round trips: often enough for a stable
@@ -96,7 +98,11 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 		names[i] = "k" + strconv.Itoa(i)
 	}
 	var sent commandCounter
-	workers, err := startWorkers(ctx, t, algo, sc, prefix, &sent)
+	var wakes *WakeCounts
+	if sc.Kind == KindSemaphore {
+		wakes = &WakeCounts{}
+	}
+	workers, err := startWorkers(ctx, t, algo, sc, Env{Prefix: prefix, Count: sent.wrap, Permits: sc.Permits, Wakes: wakes}, &sent)
 	defer stopWorkers(workers)
 	if err != nil {
 		return Result{}, err
@@ -109,6 +115,8 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	runCtx, stop := context.WithTimeout(failed, sc.Duration)
 	defer stop()
 	rec := newRecorder(sc.Names, sc.capacity())
+	wakesPerGrant := make(chan *float64, 1)
+	go func() { wakesPerGrant <- wakesAtEnd(runCtx, admin, wakes, statsBefore, statsErr) }()
 	pinger := make(chan pinged, 1)
 	if sc.HolderPings {
 		pinger <- pinged{}
@@ -145,7 +153,26 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 		r.ServerPerAcq = ratio(float64(d.Calls.Total()), float64(r.Acquisitions))
 		r.ServerUsecPerAcq = ratio(float64(d.Usec.Total()), float64(r.Acquisitions))
 	}
+	r.WakeupsPerGrant = <-wakesPerGrant
 	return r, nil
+}
+
+// wakesAtEnd is the wake-ups per grant of a run, counted as soon as its
+// time is up (runCtx ends), and nil without wakes. Not later: the waiters
+// the end cuts short are granted what the last releases hand on, and give
+// it back, which wakes them for no grant of the run.
+func wakesAtEnd(runCtx context.Context, admin redis.UniversalClient, wakes *WakeCounts,
+	before redisproc.Commands, beforeErr error) *float64 {
+	<-runCtx.Done()
+	if wakes == nil {
+		return nil
+	}
+	var server map[string]int64
+	after, err := readCommands(context.WithoutCancel(runCtx), admin)
+	if beforeErr == nil && err == nil {
+		server = serverCommands(before, after, 0).Calls
+	}
+	return wakes.perGrant(server)
 }
 
 // runWorkers runs the workers until ctx ends, failing the run with the first
@@ -176,16 +203,18 @@ func runWorkers(ctx context.Context, workers []*worker, sc Scenario, names []str
 // algorithm, so all of them see the same sequences of names and collisions.
 const nameSeed = 0xba70
 
-// startWorkers opens each worker's client and Locker and makes one round
-// trip on it, so the run does not time the first dial.
-func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, prefix string, sent *commandCounter) ([]*worker, error) {
+// startWorkers opens each worker's client and Locker, on env with the
+// worker's client, and makes one round trip on it, so the run does not time
+// the first dial.
+func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, env Env, sent *commandCounter) ([]*worker, error) {
 	workers := make([]*worker, 0, sc.Workers)
 	for id := range sc.Workers {
 		w := &worker{id: id, rdb: t.NewClient(), rng: rand.New(rand.NewPCG(nameSeed, uint64(id)))}
 		workers = append(workers, w)
 		sent.attach(w.rdb)
+		env.Client = w.rdb
 		var err error
-		if w.locker, err = newTaker(algo, sc.Kind, Env{Client: w.rdb, Prefix: prefix, Count: sent.wrap, Permits: sc.Permits}); err != nil {
+		if w.locker, err = newTaker(algo, sc.Kind, env); err != nil {
 			return workers, err
 		}
 		if err := w.rdb.Ping(ctx).Err(); err != nil {

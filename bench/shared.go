@@ -131,6 +131,16 @@ func newBatonSemaphore(e Env) (PermitLocker, error) {
 	if e.Lease > 0 {
 		opts = append(opts, rlock.WithWatchdogLease(e.Lease))
 	}
+	if w := e.Wakes; w != nil {
+		// A grant message goes to one client's grant line, and in the
+		// bench a client has one waiter.
+		w.ByPublish.Store(true)
+		opts = append(opts, rlock.WithObserver(rlock.Observer{Acquired: func(a rlock.Acquire) {
+			if a.Kind == rlock.HandedOff {
+				w.Grants.Add(1)
+			}
+		}}))
+	}
 	l, err := newBaton(opts...)(e)
 	if err != nil {
 		return nil, err

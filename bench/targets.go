@@ -61,8 +61,9 @@ func Targets(results []Result) []Check {
 		fairnessTarget(results, hotKey, hotFairness),
 		fifoTarget(results, hotKey, hotFIFOShare),
 		fairPeersTarget(results, hotKey),
-		gapTarget(results, hotKey),
-		gapTarget(results, idleHandoff),
+		gapTarget(results, hotKey, BatonName),
+		gapTarget(results, idleHandoff, BatonName),
+		gapTarget(results, semHandoff, BatonSemaphoreName),
 		fifoTarget(results, storm, stormFIFOShare),
 		fairPeersTarget(results, storm),
 		waitTarget(results, storm, stormWaitRatio),
@@ -99,6 +100,13 @@ func Targets(results []Result) []Check {
 					return "SKIP", "not measured (the target has no URL)"
 				}
 				return status(*b.PermitsLeaked == 0, fmt.Sprintf("%s %d of %d leaked", BatonSemaphoreName, *b.PermitsLeaked, leakHeld))
+			}),
+		singleOf(results, semaphore, BatonSemaphoreName, "wake-ups per grant ≤ 1",
+			func(b Result) (string, string) {
+				if b.WakeupsPerGrant == nil {
+					return "SKIP", "not measured (no grant, or no commandstats)"
+				}
+				return status(shown(*b.WakeupsPerGrant, 2) <= 1, fmt.Sprintf("%s %.2f", BatonSemaphoreName, *b.WakeupsPerGrant))
 			}),
 	}
 }
@@ -176,8 +184,10 @@ func fairPeersTarget(results []Result, scenario string) Check {
 	})
 }
 
-func gapTarget(results []Result, scenario string) Check {
-	return single(results, scenario, fmt.Sprintf("hand-off gap p50 ≤ %.1f× PING p50", gapPerPingTarget), func(b Result) (string, string) {
+// gapTarget judges algo's hand-off gap p50 on scenario against the PING
+// p50 of the same run.
+func gapTarget(results []Result, scenario, algo string) Check {
+	return singleOf(results, scenario, algo, fmt.Sprintf("hand-off gap p50 ≤ %.1f× PING p50", gapPerPingTarget), func(b Result) (string, string) {
 		if b.GapPerPing == nil || b.GapP50 == nil {
 			return status(false, "no hand-off measured")
 		}

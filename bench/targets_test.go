@@ -33,6 +33,7 @@ func TestTargetsOfASampleRun(t *testing.T) {
 		"hot-key: acq/s ≥ every peer with fairness ≥ 0.5":      "PASS", // poll-1ms is at 0.2
 		"hot-key: hand-off gap p50 ≤ 1.5× PING p50":            "PASS", // exactly 1.5
 		"idle-handoff: hand-off gap p50 ≤ 1.5× PING p50":       "SKIP",
+		"sem-idle-handoff: hand-off gap p50 ≤ 1.5× PING p50":   "SKIP",
 		"storm: acq/s ≥ 0.8× the FIFO limit":                   "SKIP",
 		"storm: acq/s ≥ every peer with fairness ≥ 0.5":        "SKIP",
 		"storm: wait p99 ≤ 1/3 of the best's":                  "SKIP",
@@ -45,6 +46,7 @@ func TestTargetsOfASampleRun(t *testing.T) {
 		"rw-9:1: longest write wait ≤ 1/10 of redisson-rw's":   "SKIP",
 		"rw-9:1: reads/s ≥ 3× baton-plain's":                   "SKIP",
 		"semaphore: 0 leaked after a holder's SIGKILL":         "SKIP",
+		"semaphore: wake-ups per grant ≤ 1":                    "SKIP",
 	}, statuses(checks))
 
 	var buf bytes.Buffer
@@ -170,10 +172,15 @@ func TestGapTargets(t *testing.T) {
 			"MISS", "2.30×"},
 		{"no hand-offs", idleHandoff, Result{PingP50: 100 * time.Microsecond}, "MISS", "no hand-off measured"},
 		{"hot key, 1.504 shows as 1.50", hotKey, Result{GapP50: ptr(time.Millisecond), PingP50: time.Millisecond, GapPerPing: ptr(1.504)}, "PASS", "1.50×"},
+		{"semaphore's idle hand-off at 1.6×", semHandoff, Result{GapP50: ptr(160 * time.Microsecond), PingP50: 100 * time.Microsecond, GapPerPing: ptr(1.6)},
+			"MISS", "gap 160µs = 1.60× ping 100µs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.result
 			r.Algorithm, r.Scenario = BatonName, tc.scenario
+			if tc.scenario == semHandoff {
+				r.Algorithm = BatonSemaphoreName // the semaphore's gap is baton's Semaphore's, not its lock's
+			}
 			c := byTarget(Targets([]Result{r}))[tc.scenario+": hand-off gap p50 ≤ 1.5× PING p50"]
 			require.Equal(t, tc.want, c.Status, c.Detail)
 			require.Contains(t, c.Detail, tc.detail)
@@ -265,4 +272,17 @@ func TestSemaphoreLeakTarget(t *testing.T) {
 	require.Equal(t, "baton-semaphore 2 of 2 leaked", c.Detail)
 	c = byTarget(Targets([]Result{{Scenario: semaphore, Algorithm: BatonSemaphoreName}}))[name]
 	require.Equal(t, "SKIP", c.Status)
+}
+
+func TestSemaphoreWakeupTarget(t *testing.T) {
+	per := func(algo string, v *float64) []Result {
+		return []Result{{Scenario: semaphore, Algorithm: algo, WakeupsPerGrant: v}}
+	}
+	name := "semaphore: wake-ups per grant ≤ 1"
+	require.Equal(t, "PASS", byTarget(Targets(per(BatonSemaphoreName, ptr(1.004))))[name].Status, "shown as 1.00")
+	c := byTarget(Targets(per(BatonSemaphoreName, ptr(3.5))))[name]
+	require.Equal(t, "MISS", c.Status)
+	require.Equal(t, "baton-semaphore 3.50", c.Detail)
+	require.Equal(t, "SKIP", byTarget(Targets(per(BatonSemaphoreName, nil)))[name].Status)
+	require.Equal(t, "SKIP", byTarget(Targets(per(CounterSemaphoreName, ptr(1.0))))[name].Status, "the counter's is not judged")
 }
