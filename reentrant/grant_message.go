@@ -2,9 +2,11 @@ package reentrant
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -64,9 +66,11 @@ func weight(mode Mode, permits int64) int64 {
 // resource's has the resource's hash key (k) and, by waiter ID, the grants
 // of every waiter the message was addressed to (g). notify hands a waiter
 // the payload of a message addressed to several; the waiter reads it as
-// addressed to itself.
+// addressed to itself (GrantReader does so without decoding it again for
+// each waiter).
 func ParseGrant(msg string) (Grant, error) {
-	if g, ok := quickPlainGrant(msg); ok {
+	waiter, body, _ := strings.Cut(msg, " ")
+	if g, ok := quickPlainGrant(waiter, body); ok {
 		return g, nil
 	}
 	grants, err := ParseGrants(msg)
@@ -84,50 +88,132 @@ func ParseGrant(msg string) (Grant, error) {
 // returns each waiter's grant, in the order of the address.
 func ParseGrants(msg string) ([]Grant, error) {
 	addr, body, _ := strings.Cut(msg, " ")
+	p, err := parseGrantBody(body)
+	ids := strings.Split(addr, ",")
+	if err != nil || addr == "" || p.plain != nil && len(ids) != 1 {
+		return nil, fmt.Errorf("reentrant: not a grant message: %q", msg)
+	}
+	grants := make([]Grant, len(ids))
+	for i, id := range ids {
+		if grants[i], err = p.grant(id); err != nil {
+			return nil, fmt.Errorf("reentrant: not a grant message: %q", msg)
+		}
+	}
+	return grants, nil
+}
+
+// grantPayload is the object of a grant message, decoded: a plain lock's
+// one grant, or a multi-holder resource's grants by waiter ID.
+type grantPayload struct {
+	plain  *Grant           // the grant of a plain lock's message, its Waiter unset
+	grants map[string]Grant // by waiter ID, of a multi-holder resource's message
+}
+
+// errNotGrant is a payload that is not a grant message's.
+var errNotGrant = errors.New("reentrant: not a grant message")
+
+// parseGrantBody decodes the object of a grant message, and checks every
+// grant it carries.
+func parseGrantBody(body string) (grantPayload, error) {
 	var m struct {
 		grantBody
 		Hash   string               `json:"k"`
 		Grants map[string]grantBody `json:"g"`
 	}
-	bad := fmt.Errorf("reentrant: not a grant message: %q", msg)
-	if err := json.Unmarshal([]byte(body), &m); err != nil || addr == "" {
-		return nil, bad
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return grantPayload{}, errNotGrant
 	}
 	// The name is the hash tag: the prefix cannot contain a brace. What
 	// follows it names the kind: nothing for a plain lock.
 	from, to := strings.IndexByte(m.Hash, '{'), strings.LastIndexByte(m.Hash, '}')
 	if from < 0 || to <= from {
-		return nil, bad
+		return grantPayload{}, errNotGrant
 	}
 	kind := Kind(strings.TrimPrefix(m.Hash[to+1:], ":"))
-	ids := strings.Split(addr, ",")
-	if (kind == "") != (m.Grants == nil) || kind == "" && len(ids) != 1 || kind != "" && kind != KindRW && kind != KindSemaphore {
-		return nil, bad
+	if (kind == "") != (m.Grants == nil) || kind != "" && kind != KindRW && kind != KindSemaphore {
+		return grantPayload{}, errNotGrant
 	}
-	grants := make([]Grant, len(ids))
-	for i, id := range ids {
-		g, ok := m.grantBody, true
-		if kind != "" {
-			g, ok = m.Grants[id]
+	read := func(id string, b grantBody) (Grant, error) {
+		token, err := strconv.ParseUint(b.Token, 10, 64)
+		n := weight(b.Mode, b.Permits)
+		if err != nil || (kind == "") != (b.Mode == "") || n < 0 {
+			return Grant{}, errNotGrant
 		}
-		token, err := strconv.ParseUint(g.Token, 10, 64)
-		n := weight(g.Mode, g.Permits)
-		if !ok || err != nil || id == "" || (kind == "") != (g.Mode == "") || n < 0 {
-			return nil, bad
-		}
-		grants[i] = Grant{Waiter: id, Lock: m.Hash[from+1 : to], Kind: kind, Mode: g.Mode, Weight: n, Token: token,
-			Owner: g.Owner, Unconfirmed: time.Duration(g.Unconfirmed) * time.Millisecond}
+		return Grant{Waiter: id, Lock: m.Hash[from+1 : to], Kind: kind, Mode: b.Mode, Weight: n, Token: token,
+			Owner: b.Owner, Unconfirmed: time.Duration(b.Unconfirmed) * time.Millisecond}, nil
 	}
-	return grants, nil
+	if kind == "" {
+		g, err := read("", m.grantBody)
+		return grantPayload{plain: &g}, err
+	}
+	p := grantPayload{grants: make(map[string]Grant, len(m.Grants))}
+	for id, b := range m.Grants {
+		g, err := read(id, b)
+		if err != nil {
+			return grantPayload{}, err
+		}
+		p.grants[id] = g
+	}
+	return p, nil
+}
+
+// grant is the grant of waiter id the payload carries.
+func (p grantPayload) grant(id string) (Grant, error) {
+	if id == "" {
+		return Grant{}, errNotGrant
+	}
+	if p.plain != nil {
+		g := *p.plain
+		g.Waiter = id
+		return g, nil
+	}
+	g, ok := p.grants[id]
+	if !ok {
+		return Grant{}, errNotGrant
+	}
+	return g, nil
+}
+
+// GrantReader reads the grant messages one client's waiters receive. A
+// message that grants several waiters of the client (a batch of reads)
+// reaches each of them with the same payload; the reader decodes that
+// payload once, for all of them, so that a batch of k costs the client k
+// look-ups, not k decodes of k grants. It is safe for concurrent use; the
+// zero value is ready.
+type GrantReader struct {
+	mu      sync.Mutex // guards the last payload decoded, and what it held
+	payload string
+	decoded grantPayload
+	err     error
+}
+
+// Grant is the grant to waiter id in payload, a grant message without its
+// address, as ParseGrant reads the message addressed to id alone.
+func (r *GrantReader) Grant(id, payload string) (Grant, error) {
+	if g, ok := quickPlainGrant(id, payload); ok {
+		return g, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The waiters of one message hold the same string, so this compares
+	// its pointer first, and rarely its bytes.
+	if payload != r.payload || r.decoded.plain == nil && r.decoded.grants == nil && r.err == nil {
+		r.payload = payload
+		r.decoded, r.err = parseGrantBody(payload)
+	}
+	g, err := r.decoded.grant(id)
+	if r.err != nil || err != nil || strings.IndexByte(id, ',') >= 0 {
+		return Grant{}, fmt.Errorf("reentrant: not a grant message to %q: %q", id, payload)
+	}
+	return g, nil
 }
 
 // quickPlainGrant reads a plain lock's grant message to one waiter on the
 // waiter's path to Lock's return, where reflection over a cold cache costs
 // more than the rest of the wake-up: the shape grant.lua writes is read by
 // hand (see quickPlainBody). It reports false for anything else, which
-// ParseGrants then reads, and so defines the result.
-func quickPlainGrant(msg string) (Grant, bool) {
-	waiter, body, _ := strings.Cut(msg, " ")
+// parseGrantBody then reads, and so defines the result.
+func quickPlainGrant(waiter, body string) (Grant, bool) {
 	m, ok := quickPlainBody(body)
 	if !ok || waiter == "" || strings.IndexByte(waiter, ',') >= 0 {
 		return Grant{}, false

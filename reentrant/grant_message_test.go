@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,57 @@ func TestParseSharedGrants(t *testing.T) {
 		_, err := ParseGrants(bad)
 		require.Error(t, err, "%q", bad)
 	}
+}
+
+// A GrantReader reads each waiter's grant as ParseGrant reads the message
+// addressed to that waiter alone, and decodes a payload that several
+// waiters share once: a batch of k reads costs k look-ups, not k decodes.
+func TestGrantReaderDecodesASharedPayloadOnce(t *testing.T) {
+	var r GrantReader
+	plain := `{"t":"5","o":"O","k":"baton:{x}"}`
+	g, err := r.Grant("w", plain)
+	require.NoError(t, err)
+	require.Equal(t, Grant{Waiter: "w", Lock: "x", Token: 5, Owner: "O"}, g)
+
+	grants := map[string]string{}
+	var ids []string
+	for i := range 100 {
+		id := fmt.Sprint("r", i)
+		ids = append(ids, id)
+		grants[id] = fmt.Sprintf(`{"t":"9","o":"R%d","m":"r"}`, i)
+	}
+	body, err := json.Marshal(map[string]any{"k": "baton:{x}:rw", "g": rawGrants(grants)})
+	require.NoError(t, err)
+	payload := string(body)
+	want, err := ParseGrants(strings.Join(ids, ",") + " " + payload)
+	require.NoError(t, err)
+	for i, id := range ids {
+		g, err := r.Grant(id, payload)
+		require.NoError(t, err)
+		require.Equal(t, want[i], g)
+	}
+	decodes := testing.AllocsPerRun(10, func() {
+		for _, id := range ids {
+			if _, err := r.Grant(id, payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	require.Zero(t, decodes, "the shared payload is decoded again")
+
+	for _, bad := range []struct{ id, payload string }{
+		{"nobody", payload}, {"", payload}, {"r1,r2", payload}, {"w", `{"k":"baton:{x}:rw"}`}, {"w", "not json"},
+	} {
+		_, err := r.Grant(bad.id, bad.payload)
+		require.Error(t, err, "%q %q", bad.id, bad.payload)
+	}
+}
+
+// rawGrants makes a JSON object of grants already encoded.
+func rawGrants(grants map[string]string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(grants))
+	for id, g := range grants {
+		out[id] = json.RawMessage(g)
+	}
+	return out
 }

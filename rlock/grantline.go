@@ -16,6 +16,9 @@ import (
 // lock has waiters here.
 type grantLine struct {
 	perLock bool
+	// reader reads the messages that arrive, each decoded once for all
+	// the waiters it grants.
+	reader reentrant.GrantReader
 
 	mu   sync.Mutex           // guards kept
 	kept *notify.Subscription // the lifetime reference, once made

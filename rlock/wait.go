@@ -127,7 +127,7 @@ func (s *subscribed) close() {
 // liveness is judged by key) is valid for that lease, and confirmed in the
 // background: the call returns without waiting for it.
 func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload string) *handle {
-	g, err := reentrant.ParseGrant(w.ID + " " + payload)
+	g, err := a.c.grants.reader.Grant(w.ID, payload)
 	if err != nil || g.Owner != a.owner || !a.res.claims(g) || a.queuedAt.IsZero() {
 		return nil
 	}
