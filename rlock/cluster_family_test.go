@@ -128,6 +128,8 @@ const semSize = 4
 var semMember = familyMember{
 	kind: "sem",
 	size: semSize,
+	ops:  semFamilyOps,
+	look: semLook,
 	take: func(ctx context.Context, c *Client, name string, weight int64) (taken, error) {
 		p, err := c.Semaphore(name, semSize).Acquire(ctx, weight)
 		if err != nil {
