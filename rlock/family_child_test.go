@@ -11,14 +11,13 @@ import (
 	"time"
 )
 
-// helperKind names the family member a "family" child plays.
-const helperKind = "BATON_TEST_KIND"
-
 // familyWorkers is how many goroutines of one child run operations.
 const familyWorkers = 2
 
-// familyMembers are the members a child can play, by kind.
-var familyMembers = map[string]familyMember{rwMember.kind: rwMember, semMember.kind: semMember}
+// familyMembers are the members a child can play, by kind: a holder any,
+// a "family" child those with ops.
+var familyMembers = map[string]familyMember{plainMember.kind: plainMember, rwMember.kind: rwMember,
+	semMember.kind: semMember}
 
 // familyOp is one random operation: it obtains holds, tells the checker
 // (worker.took, worker.release), and gives them up. It returns only
@@ -51,7 +50,7 @@ type familyWorker struct {
 // the process.
 func runFamilyChild(in io.Reader) error {
 	m, ok := familyMembers[os.Getenv(helperKind)]
-	if !ok {
+	if !ok || m.ops == nil {
 		return fmt.Errorf("no family member %q", os.Getenv(helperKind))
 	}
 	lease, err := time.ParseDuration(os.Getenv(helperLease))
