@@ -75,6 +75,10 @@ func (m familyMember) queue(t *testing.T, c *Client, name string) string {
 	return keys[len(keys)-1]
 }
 
+// hashKey is the hash key of m's resource called name under the default
+// prefix; its leases, queue and fence are this key with a suffix.
+func (m familyMember) hashKey(name string) string { return lockKey(name) + ":" + m.kind }
+
 // plainMember is the plain lock: every hold exclusive.
 var plainMember = familyMember{
 	kind: "lock",

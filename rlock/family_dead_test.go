@@ -36,10 +36,6 @@ func holderEnv(m familyMember, weight int64, fixed time.Duration) []string {
 	return env
 }
 
-// hashKey is the hash key of m's resource called name under the default
-// prefix; its leases, queue and fence are this key with a suffix.
-func (m familyMember) hashKey(name string) string { return lockKey(name) + ":" + m.kind }
-
 // awaitQueued waits until n calls wait in the queue of m's resource name.
 func (m familyMember) awaitQueued(t *testing.T, srv *redistest.Server, name string, n int64) {
 	t.Helper()
