@@ -76,7 +76,8 @@ func (m familyMember) queue(t *testing.T, c *Client, name string) string {
 }
 
 // hashKey is the hash key of m's resource called name under the default
-// prefix; its leases, queue and fence are this key with a suffix.
+// prefix, for a member that shares (not the plain lock, whose hash is
+// lockKey's); its leases, queue and fence are this key with a suffix.
 func (m familyMember) hashKey(name string) string { return lockKey(name) + ":" + m.kind }
 
 // plainMember is the plain lock: every hold exclusive.
