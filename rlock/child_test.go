@@ -3,12 +3,14 @@ package rlock
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +32,9 @@ const (
 	helperLock   = "BATON_TEST_LOCK"   // the lock's name
 	helperLease  = "BATON_TEST_LEASE"  // the watchdog lease
 	helperWire   = "BATON_TEST_WIRE"   // WithRedissonWire's client ID, if set
-	helperRW     = "BATON_TEST_RW"     // "r" or "w": the holder takes the RW lock's read or write
+	helperKind   = "BATON_TEST_KIND"   // the familyMember's kind the child plays; the plain lock if unset
+	helperWeight = "BATON_TEST_WEIGHT" // the weight the holder takes; the member's size if unset
+	helperFixed  = "BATON_TEST_FIXED"  // a fixed lease (WithLease) for the holder's hold; the watchdog's if unset
 	helperPrefix = "helper: "          // marks the child's protocol lines on stdout
 
 	// childClientName names the child's connections in CLIENT LIST.
@@ -64,9 +68,10 @@ func fencedWrite(ctx context.Context, rdb redis.Scripter, key string, token uint
 //	unlock — Unlock and report the error
 //	relock — take the lock again, as at the start
 //
-// With helperRW set it takes the RW lock of that name instead, its read
-// ("r") or its write ("w"). In the role "family" it is a child of the
-// multi-process checker instead (runFamilyChild).
+// With helperKind set it takes that familyMember's resource of that name
+// instead (helperWeight of it: an RW lock's read or write, or permits), on
+// helperFixed's fixed lease if set. In the role "family" it is a child of
+// the multi-process checker instead (runFamilyChild).
 func TestHelperProcess(t *testing.T) {
 	var err error
 	switch os.Getenv(helperEnv) {
@@ -103,50 +108,71 @@ func runHolder(in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	name := os.Getenv(helperLock)
-	take := func(ctx context.Context, opts ...LockOption) (*Lock, error) { return c.Lock(ctx, name, opts...) }
-	switch os.Getenv(helperRW) {
-	case "r":
-		take = c.RWLock(name).RLock
-	case "w":
-		take = c.RWLock(name).Lock
-	}
-	l, err := take(ctx)
+	take, err := holderTake(c, os.Getenv(helperLock))
 	if err != nil {
 		return err
 	}
-	ok, err := fencedWrite(ctx, store, "store", l.Token(), "child")
+	h, err := take(ctx)
 	if err != nil {
 		return err
 	}
-	say("locked %d %t", l.Token(), ok)
+	ok, err := fencedWrite(ctx, store, "store", h.token, "child")
+	if err != nil {
+		return err
+	}
+	say("locked %d %t", h.token, ok)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		switch sc.Text() {
 		case "write":
-			ok, err := fencedWrite(ctx, store, "store", l.Token(), "stale")
+			ok, err := fencedWrite(ctx, store, "store", h.token, "stale")
 			say("write %t %v", ok, err)
 		case "check":
-			err := l.Context().Err()
-			say("check %t %t", err != nil, errors.Is(context.Cause(l.Context()), ErrLockLost))
+			err := h.ctx.Err()
+			say("check %t %t", err != nil, errors.Is(context.Cause(h.ctx), ErrLockLost))
 		case "relock":
-			if l, err = take(ctx); err != nil {
+			if h, err = take(ctx); err != nil {
 				return err
 			}
-			say("relock %d", l.Token())
+			say("relock %d", h.token)
 		case "lost":
 			select {
-			case <-l.Context().Done():
-				say("lost %t", errors.Is(context.Cause(l.Context()), ErrLockLost))
+			case <-h.ctx.Done():
+				say("lost %t", errors.Is(context.Cause(h.ctx), ErrLockLost))
 			case <-time.After(5 * time.Second):
 				say("lost timeout")
 			}
 		case "unlock":
-			err := l.Unlock(ctx)
+			err := h.give(ctx)
 			say("unlock %t %v", errors.Is(err, ErrLockLost), err)
 		}
 	}
 	return sc.Err()
+}
+
+// holderTake is how the holder takes its hold of the resource called name
+// on c: the member helperKind names (the plain lock if unset), helperWeight
+// of it (its size if unset), on helperFixed's fixed lease if set.
+func holderTake(c *Client, name string) (func(context.Context) (taken, error), error) {
+	m, ok := familyMembers[cmp.Or(os.Getenv(helperKind), plainMember.kind)]
+	if !ok {
+		return nil, fmt.Errorf("no family member %q", os.Getenv(helperKind))
+	}
+	weight, opts := m.size, []LockOption(nil)
+	if w := os.Getenv(helperWeight); w != "" {
+		var err error
+		if weight, err = strconv.ParseInt(w, 10, 64); err != nil {
+			return nil, err
+		}
+	}
+	if f := os.Getenv(helperFixed); f != "" {
+		d, err := time.ParseDuration(f)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, WithLease(d))
+	}
+	return func(ctx context.Context) (taken, error) { return m.take(ctx, c, name, weight, opts...) }, nil
 }
 
 // childClients are a child's connections to the server at helperAddr:

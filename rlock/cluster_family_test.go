@@ -26,8 +26,8 @@ type familyMember struct {
 	kind string
 	size int64
 	// take takes a hold of name of weight (1 or size, or for a semaphore
-	// any number of permits up to it) for c.
-	take func(ctx context.Context, c *Client, name string, weight int64) (taken, error)
+	// any number of permits up to it) for c, with opts.
+	take func(ctx context.Context, c *Client, name string, weight int64, opts ...LockOption) (taken, error)
 	// keys are the keys of name that its scripts touch, but for request
 	// records and liveness keys, which are per call and per client: its
 	// holds' key first, its waiters' queue last.
@@ -57,6 +57,7 @@ type familyMember struct {
 type taken struct {
 	give  func(context.Context) error
 	token uint64
+	owner string
 	ctx   context.Context // the handle's Context
 }
 
@@ -65,7 +66,7 @@ func lockTaken(l *Lock, err error) (taken, error) {
 	if err != nil {
 		return taken{}, err
 	}
-	return taken{give: l.Unlock, token: l.Token(), ctx: l.Context()}, nil
+	return taken{give: l.Unlock, token: l.Token(), owner: l.Owner(), ctx: l.Context()}, nil
 }
 
 // queue is the key of the waiters of name.
@@ -74,12 +75,17 @@ func (m familyMember) queue(t *testing.T, c *Client, name string) string {
 	return keys[len(keys)-1]
 }
 
+// hashKey is the hash key of m's resource called name under the default
+// prefix, for a member that shares (not the plain lock, whose hash is
+// lockKey's); its leases, queue and fence are this key with a suffix.
+func (m familyMember) hashKey(name string) string { return lockKey(name) + ":" + m.kind }
+
 // plainMember is the plain lock: every hold exclusive.
 var plainMember = familyMember{
 	kind: "lock",
 	size: 1,
-	take: func(ctx context.Context, c *Client, name string, _ int64) (taken, error) {
-		return lockTaken(c.Lock(ctx, name))
+	take: func(ctx context.Context, c *Client, name string, _ int64, opts ...LockOption) (taken, error) {
+		return lockTaken(c.Lock(ctx, name, opts...))
 	},
 	keys: func(t *testing.T, c *Client, name string) []string {
 		k, err := c.lockKeys(name)
@@ -101,12 +107,12 @@ var rwMember = familyMember{
 	readsShareToken: true,
 	ops:             rwFamilyOps,
 	look:            rwLook,
-	take: func(ctx context.Context, c *Client, name string, weight int64) (taken, error) {
+	take: func(ctx context.Context, c *Client, name string, weight int64, opts ...LockOption) (taken, error) {
 		take := c.RWLock(name).Lock
 		if weight == 1 {
 			take = c.RWLock(name).RLock
 		}
-		return lockTaken(take(ctx))
+		return lockTaken(take(ctx, opts...))
 	},
 	keys: func(t *testing.T, c *Client, name string) []string {
 		return sharedKeyNames(t, c, reentrant.KindRW, name)
@@ -128,12 +134,14 @@ const semSize = 4
 var semMember = familyMember{
 	kind: "sem",
 	size: semSize,
-	take: func(ctx context.Context, c *Client, name string, weight int64) (taken, error) {
-		p, err := c.Semaphore(name, semSize).Acquire(ctx, weight)
+	ops:  semFamilyOps,
+	look: semLook,
+	take: func(ctx context.Context, c *Client, name string, weight int64, opts ...LockOption) (taken, error) {
+		p, err := c.Semaphore(name, semSize).Acquire(ctx, weight, opts...)
 		if err != nil {
 			return taken{}, err
 		}
-		return taken{give: p.Release, token: p.Token(), ctx: p.Context()}, nil
+		return taken{give: p.Release, token: p.Token(), owner: p.Owner(), ctx: p.Context()}, nil
 	},
 	keys: func(t *testing.T, c *Client, name string) []string {
 		return sharedKeyNames(t, c, reentrant.KindSemaphore, name)

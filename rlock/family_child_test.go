@@ -11,14 +11,13 @@ import (
 	"time"
 )
 
-// helperKind names the family member a "family" child plays.
-const helperKind = "BATON_TEST_KIND"
-
 // familyWorkers is how many goroutines of one child run operations.
 const familyWorkers = 2
 
-// familyMembers are the members a child can play, by kind.
-var familyMembers = map[string]familyMember{rwMember.kind: rwMember}
+// familyMembers are the members a child can play, by kind: a holder any,
+// a "family" child those with ops.
+var familyMembers = map[string]familyMember{plainMember.kind: plainMember, rwMember.kind: rwMember,
+	semMember.kind: semMember}
 
 // familyOp is one random operation: it obtains holds, tells the checker
 // (worker.took, worker.release), and gives them up. It returns only
@@ -51,7 +50,7 @@ type familyWorker struct {
 // the process.
 func runFamilyChild(in io.Reader) error {
 	m, ok := familyMembers[os.Getenv(helperKind)]
-	if !ok {
+	if !ok || m.ops == nil {
 		return fmt.Errorf("no family member %q", os.Getenv(helperKind))
 	}
 	lease, err := time.ParseDuration(os.Getenv(helperLease))
@@ -137,6 +136,51 @@ func (w *familyWorker) obtained(err error) error {
 		return w.count("notobtained")
 	}
 	return err
+}
+
+// holdTaker obtains one hold of a member, of a mode and weight it fixes,
+// as the checker sees it; it returns the call's own error.
+type holdTaker func(ctx context.Context, opts ...LockOption) (*familyHold, error)
+
+// How familyOnce waits: as long as it takes, until its ctx is cancelled a
+// short while on (while it waits or while it holds), or at most a short
+// while (WaitAtMost).
+const (
+	familyWaits = iota
+	familyCancelled
+	familyBounded
+)
+
+// familyOnce takes one hold with take, waiting as how says, holds it a
+// while and gives it up.
+func familyOnce(take holdTaker, how int) familyOp {
+	return func(w *familyWorker) error {
+		ctx, cancel := context.WithCancel(w.stop)
+		opts := w.leaseOpts()
+		switch how {
+		case familyCancelled:
+			ctx, cancel = context.WithTimeout(w.stop, w.shortly())
+		case familyBounded:
+			opts = append(opts, WaitAtMost(w.shortly()))
+		}
+		defer cancel()
+		h, err := w.takeHold(take, ctx, opts...)
+		if h == nil {
+			return err
+		}
+		w.hold()
+		return w.release(h)
+	}
+}
+
+// takeHold obtains a hold with take and tells the checker; a hold not
+// obtained is nil, with an error only when that was unexpected.
+func (w *familyWorker) takeHold(take holdTaker, ctx context.Context, opts ...LockOption) (*familyHold, error) {
+	h, err := take(ctx, opts...)
+	if err != nil {
+		return nil, w.obtained(err)
+	}
+	return h, w.took(h)
 }
 
 // took tells the checker of h, just obtained, while its Context is alive;

@@ -15,54 +15,24 @@ type rwTaker func(context.Context, ...LockOption) (*Lock, error)
 // mode, and downgrades.
 func rwFamilyOps(c *Client, name string) []familyOp {
 	rw := c.RWLock(name)
+	read, write := rwTaking(rw.RLock, false), rwTaking(rw.Lock, true)
 	return []familyOp{
-		rwOnce(rw.RLock, false, rwWaits), rwOnce(rw.RLock, false, rwWaits), rwOnce(rw.Lock, true, rwWaits),
+		familyOnce(read, familyWaits), familyOnce(read, familyWaits), familyOnce(write, familyWaits),
 		rwNested(rw.RLock, false), rwNested(rw.Lock, true), rwDowngrade(rw),
-		rwOnce(rw.RLock, false, rwCancelled), rwOnce(rw.Lock, true, rwCancelled),
-		rwOnce(rw.TryRLock, false, rwBounded), rwOnce(rw.TryLock, true, rwBounded),
+		familyOnce(read, familyCancelled), familyOnce(write, familyCancelled),
+		familyOnce(rwTaking(rw.TryRLock, false), familyBounded), familyOnce(rwTaking(rw.TryLock, true), familyBounded),
 	}
 }
 
-// How rwOnce waits: as long as it takes, until its ctx is cancelled a
-// short while on (while it waits or while it holds), or at most a short
-// while (WaitAtMost).
-const (
-	rwWaits = iota
-	rwCancelled
-	rwBounded
-)
-
-// rwOnce takes one hold with take, waiting as how says, holds it a while
-// and gives it up.
-func rwOnce(take rwTaker, write bool, how int) familyOp {
-	return func(w *familyWorker) error {
-		ctx, cancel := context.WithCancel(w.stop)
-		opts := w.leaseOpts()
-		switch how {
-		case rwCancelled:
-			ctx, cancel = context.WithTimeout(w.stop, w.shortly())
-		case rwBounded:
-			opts = append(opts, WaitAtMost(w.shortly()))
+// rwTaking is take (RLock, Lock, TryRLock or TryLock) as a holdTaker.
+func rwTaking(take rwTaker, write bool) holdTaker {
+	return func(ctx context.Context, opts ...LockOption) (*familyHold, error) {
+		l, err := take(ctx, opts...)
+		if err != nil {
+			return nil, err
 		}
-		defer cancel()
-		h, err := rwTake(w, take, write, ctx, opts...)
-		if h == nil {
-			return err
-		}
-		w.hold()
-		return w.release(h)
+		return rwHold(l, write), nil
 	}
-}
-
-// rwTake obtains a hold with take and tells the checker; a hold not
-// obtained is nil, with an error only when that was unexpected.
-func rwTake(w *familyWorker, take rwTaker, write bool, ctx context.Context, opts ...LockOption) (*familyHold, error) {
-	l, err := take(ctx, opts...)
-	if err != nil {
-		return nil, w.obtained(err)
-	}
-	h := rwHold(l, write)
-	return h, w.took(h)
 }
 
 // rwHold is l as the checker sees it.
@@ -78,7 +48,7 @@ func rwHold(l *Lock, write bool) *familyHold {
 // write) through its Context, and gives up the re-entry first.
 func rwNested(take rwTaker, write bool) familyOp {
 	return func(w *familyWorker) error {
-		h, err := rwTake(w, take, write, w.stop, w.leaseOpts()...)
+		h, err := w.takeHold(rwTaking(take, write), w.stop, w.leaseOpts()...)
 		if h == nil {
 			return err
 		}
@@ -101,7 +71,7 @@ func rwNested(take rwTaker, write bool) familyOp {
 // read on.
 func rwDowngrade(rw *RWLock) familyOp {
 	return func(w *familyWorker) error {
-		wh, err := rwTake(w, rw.Lock, true, w.stop, w.leaseOpts()...)
+		wh, err := w.takeHold(rwTaking(rw.Lock, true), w.stop, w.leaseOpts()...)
 		if wh == nil {
 			return err
 		}
@@ -109,7 +79,7 @@ func rwDowngrade(rw *RWLock) familyOp {
 		if w.rng.IntN(2) == 0 {
 			ctx = WithOwner(w.stop, wh.owner)
 		}
-		rh, err := rwTake(w, rw.RLock, false, ctx, w.leaseOpts()...)
+		rh, err := w.takeHold(rwTaking(rw.RLock, false), ctx, w.leaseOpts()...)
 		if err = errors.Join(err, w.release(wh)); rh == nil {
 			return err
 		}

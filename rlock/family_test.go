@@ -105,7 +105,7 @@ type familyChecker struct {
 func newFamilyChecker(rdb redis.Cmdable, m familyMember, name string) *familyChecker {
 	pre := "familycheck:" + name + ":"
 	return &familyChecker{rdb: rdb, size: m.size, errs: pre + "errors", keys: []string{pre + "entries",
-		pre + "dead", lockKey(name) + ":" + m.kind + ":leases", pre + "stats", pre + "log"}}
+		pre + "dead", m.hashKey(name) + ":leases", pre + "stats", pre + "log"}}
 }
 
 // take records the hold of field and weight, taken by this process.
@@ -172,7 +172,7 @@ func runFamily(t *testing.T, m familyMember) {
 	require.Zero(t, f["overlaps"], "overlapping holders: %v", rdb.LRange(ctx, k.keys[4], 0, 20).Val())
 	require.Empty(t, rdb.LRange(ctx, k.errs, 0, 20).Val(), "the children's unexpected errors")
 	require.Positive(t, f["shared"], "no hold was ever taken beside another")
-	require.Zero(t, rdb.LLen(ctx, lockKey(name)+":"+m.kind+":queue").Val(), "queue entries left")
+	require.Zero(t, rdb.LLen(ctx, m.hashKey(name)+":queue").Val(), "queue entries left")
 	requireOnlyFence(t, rdb, name)
 }
 
