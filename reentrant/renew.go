@@ -44,12 +44,11 @@ func (r Renewal) name() string {
 // renewCall is the keys and arguments of one renewal script call that
 // renews group for a lease of ms.
 func renewCall(group []Renewal, ms int64) ([]string, []any) {
-	keys, args := make([]string, 0, 2*len(group)), make([]any, 1, 1+3*len(group))
-	args[0] = ms
+	keys, args := make([]string, 0, 2*len(group)), make([]any, 0, 3*len(group)+1)
 	for _, r := range group {
 		keys, args = r.appendTo(keys, args)
 	}
-	return keys, args
+	return keys, append(args, ms)
 }
 
 // RenewAll renews each hold of groups as Renew (or Share.Renew) does,
