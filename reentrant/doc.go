@@ -11,7 +11,9 @@
 // A lock named N is a hash whose fields are owners and whose values are
 // their hold counts; the hash carries the lease as its PEXPIRE. Every key
 // and shard channel derived from N carries the same {N} hash tag, so one
-// lock lives in one cluster slot and every script is single-slot:
+// lock lives in one cluster slot and every script is single-slot (so are
+// RenewAll's calls, which renew several locks' holds each: their caller
+// groups the holds by slot):
 //
 //	<prefix>{N}                the lock hash
 //	<prefix>{N}:fence          the fencing-token counter (never expires)

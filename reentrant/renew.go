@@ -8,8 +8,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// renewScript runs lua/renew.lua.
-var renewScript = plainScript("renew.lua")
+// renewScript runs lua/renew_batch.lua: it renews any list of holds, of
+// plain locks and of multi-holder resources, with the renewal of each
+// kind written once (renew.lua, shared_renew.lua).
+var renewScript = newScript(luaFiles("token.lua", "shared.lua", "renew.lua", "shared_renew.lua", "renew_batch.lua")...)
 
 // Renewal names one owner's hold on one lock under its token, for
 // RenewAll; or, made by Share.Renewal, a hold of a multi-holder resource
@@ -22,20 +24,13 @@ type Renewal struct {
 	share *Share // the hold's share, for a multi-holder resource's hold
 }
 
-// script is the script that renews r.
-func (r Renewal) script() *script {
-	if r.share != nil {
-		return sharedRenewScript
-	}
-	return renewScript
-}
-
-// call is the keys and arguments of r's script, for a lease of ms.
-func (r Renewal) call(ms int64) ([]string, []any) {
+// appendTo adds r's keys and arguments to those of a renewal script call
+// (see renew_batch.lua).
+func (r Renewal) appendTo(keys []string, args []any) ([]string, []any) {
 	if s := r.share; s != nil {
-		return []string{s.keys.Hash, s.keys.Leases}, []any{r.Owner, formatToken(r.Token), string(s.mode), ms}
+		return append(keys, s.keys.Hash, s.keys.Leases), append(args, r.Owner, formatToken(r.Token), string(s.mode))
 	}
-	return []string{r.Keys.Hash, r.Keys.Fence}, []any{r.Owner, formatToken(r.Token), ms}
+	return append(keys, r.Keys.Hash, r.Keys.Fence), append(args, r.Owner, formatToken(r.Token), "")
 }
 
 // name names r's lock or resource in errors.
@@ -46,46 +41,64 @@ func (r Renewal) name() string {
 	return fmt.Sprintf("%q", r.Keys.Name)
 }
 
-// RenewAll renews each of renewals as Renew (or Share.Renew) does, all in
-// one pipeline, whatever the kinds of their holds: one round trip on a
-// single node, one per node on a cluster (go-redis splits cluster
-// pipelines by node). renewed[i] reports whether renewals[i]'s owner still
-// held its hold under its token, and so has at least lease left; false, with errs[i] nil, means it no longer did, and nothing
-// changed. errs[i] is what kept renewals[i] from being judged: the lease
-// (ErrInvalidLease), the transport, or an error reply to the script.
-func RenewAll(ctx context.Context, rdb redis.Cmdable, renewals []Renewal, lease time.Duration) (renewed []bool, errs []error) {
-	renewed, errs = make([]bool, len(renewals)), make([]error, len(renewals))
+// renewCall is the keys and arguments of one renewal script call that
+// renews group for a lease of ms.
+func renewCall(group []Renewal, ms int64) ([]string, []any) {
+	keys, args := make([]string, 0, 2*len(group)), make([]any, 0, 3*len(group)+1)
+	for _, r := range group {
+		keys, args = r.appendTo(keys, args)
+	}
+	return keys, append(args, ms)
+}
+
+// RenewAll renews each hold of groups as Renew (or Share.Renew) does,
+// whatever their kinds: one script call for each group, all in one
+// pipeline, so one round trip on a single node and one per node on a
+// cluster (go-redis splits cluster pipelines by node).
+//
+// A group's script call must touch one cluster slot: the caller groups
+// holds by the slot of their keys' hash tag (reentrant does not compute
+// slots). Do so on a single node too, where any grouping would run: it
+// keeps the calls valid if the deployment becomes a cluster, and a
+// group's call is then one slot's share of the server's time.
+//
+// renewed[g][i] reports whether groups[g][i]'s owner still held its hold
+// under its token, and so has at least lease left; false, with errs[g]
+// nil, means it no longer did, and nothing of it changed. errs[g] is what
+// kept group g from being judged: the lease (ErrInvalidLease), the
+// transport, or an error reply to its script call, which judges none of
+// the group's holds (what the script renewed before the error stays).
+func RenewAll(ctx context.Context, rdb redis.Cmdable, groups [][]Renewal, lease time.Duration) (renewed [][]bool, errs []error) {
+	renewed, errs = make([][]bool, len(groups)), make([]error, len(groups))
 	ms, err := leaseMillis(lease)
 	if err != nil {
-		for i := range errs {
-			errs[i] = err
+		for g := range errs {
+			errs[g] = err
 		}
 		return renewed, errs
 	}
-	cmds := renewPipeline(ctx, rdb, renewals, ms, (*script).EvalSha)
+	cmds := renewPipeline(ctx, rdb, groups, ms, (*script).EvalSha)
 	var missing []int
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			missing = append(missing, i)
+	for g, cmd := range cmds {
+		if cmd != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			missing = append(missing, g)
 		}
 	}
 	if len(missing) > 0 {
 		// The server lost its script cache (restart, SCRIPT FLUSH, a new
-		// node): EVAL the affected renewals, which also reloads the script.
-		retry := make([]Renewal, len(missing))
-		for j, i := range missing {
-			retry[j] = renewals[i]
+		// node): EVAL the affected groups, which also reloads the script.
+		retry := make([][]Renewal, len(missing))
+		for j, g := range missing {
+			retry[j] = groups[g]
 		}
 		for j, cmd := range renewPipeline(ctx, rdb, retry, ms, (*script).Eval) {
 			cmds[missing[j]] = cmd
 		}
 	}
-	for i, cmd := range cmds {
-		n, err := cmd.Int64()
-		if err != nil {
-			errs[i] = fmt.Errorf("reentrant: renew %s: %w", renewals[i].name(), renewals[i].script().locate(err))
+	for g, cmd := range cmds {
+		if cmd != nil {
+			renewed[g], errs[g] = renewReply(cmd, groups[g])
 		}
-		renewed[i] = err == nil && n == 1
 	}
 	return renewed, errs
 }
@@ -93,30 +106,61 @@ func RenewAll(ctx context.Context, rdb redis.Cmdable, renewals []Renewal, lease 
 // evalFunc is how renewPipeline runs a script: EVALSHA or EVAL.
 type evalFunc func(s *script, ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd
 
-// renewPipeline runs each of renewals' script in one pipeline, and returns
-// its commands, each with its own reply or error.
-func renewPipeline(ctx context.Context, rdb redis.Cmdable, renewals []Renewal, ms int64, eval evalFunc) []*redis.Cmd {
+// renewPipeline runs the renewal script once for each of groups, in one
+// pipeline, and returns its commands, each with its own reply or error
+// (nil for an empty group, which needs no call).
+func renewPipeline(ctx context.Context, rdb redis.Cmdable, groups [][]Renewal, ms int64, eval evalFunc) []*redis.Cmd {
 	pipe := rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(renewals))
-	for i, r := range renewals {
-		keys, args := r.call(ms)
-		cmds[i] = eval(r.script(), ctx, pipe, keys, args...)
+	cmds := make([]*redis.Cmd, len(groups))
+	for g, group := range groups {
+		if len(group) > 0 {
+			keys, args := renewCall(group, ms)
+			cmds[g] = eval(renewScript, ctx, pipe, keys, args...)
+		}
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read by the caller
 	return cmds
 }
 
-// Renew makes sure the lock has at least lease left when owner still holds
-// it under token (it never shortens a lease), and reports whether owner did.
-func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error) {
+// renewReply reads the reply of the renewal script call cmd for group:
+// whether each hold was renewed.
+func renewReply(cmd *redis.Cmd, group []Renewal) ([]bool, error) {
+	what := group[0].name()
+	if len(group) > 1 {
+		what = fmt.Sprintf("%s and %d other holds", what, len(group)-1)
+	}
+	reply, err := cmd.Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("reentrant: renew %s: %w", what, renewScript.locate(err))
+	}
+	if len(reply) != len(group) {
+		return nil, fmt.Errorf("reentrant: renew %s: %d results for %d holds", what, len(reply), len(group))
+	}
+	renewed := make([]bool, len(group))
+	for i, n := range reply {
+		renewed[i] = n == 1
+	}
+	return renewed, nil
+}
+
+// renew runs the renewal script for r alone, for Keys.Renew and
+// Share.Renew.
+func (r Renewal) renew(ctx context.Context, rdb redis.Scripter, lease time.Duration) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return false, err
 	}
-	keys, args := Renewal{Keys: k, Owner: owner, Token: token}.call(ms)
-	n, err := renewScript.Run(ctx, rdb, keys, args...).Int64()
+	group := []Renewal{r}
+	keys, args := renewCall(group, ms)
+	renewed, err := renewReply(renewScript.Run(ctx, rdb, keys, args...), group)
 	if err != nil {
-		return false, fmt.Errorf("reentrant: renew %q: %w", k.Name, err)
+		return false, err
 	}
-	return n == 1, nil
+	return renewed[0], nil
+}
+
+// Renew makes sure the lock has at least lease left when owner still holds
+// it under token (it never shortens a lease), and reports whether owner did.
+func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error) {
+	return Renewal{Keys: k, Owner: owner, Token: token}.renew(ctx, rdb, lease)
 }

@@ -27,7 +27,8 @@ var library = []string{"token.lua", "record.lua", "publish.lua", "grant.lua"}
 // sharedLibrary is what every script of a multi-holder resource that can
 // grant runs before its own file: library's first three files, then the
 // holds (shared.lua) and their grant (shared_grant.lua). Scripts that only
-// read or renew holds run token.lua and shared.lua.
+// read holds run token.lua and shared.lua; the renewal script runs them
+// with both kinds' renewals (see renewScript).
 var sharedLibrary = []string{"token.lua", "record.lua", "publish.lua", "shared.lua", "shared_grant.lua"}
 
 // luaFile is one Lua source file: its name in lua/ and its text.

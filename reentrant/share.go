@@ -13,7 +13,6 @@ var (
 	sharedAcquireScript = sharedScript("shared_acquire.lua")
 	sharedReleaseScript = sharedScript("shared_release.lua")
 	sharedLeaveScript   = sharedScript("shared_leave.lua")
-	sharedRenewScript   = newScript(luaFiles("token.lua", "shared.lua", "shared_renew.lua")...)
 )
 
 // Acquire takes the share for owner, or re-enters owner's hold in the
@@ -126,21 +125,12 @@ func (s Share) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner st
 // out by the server clock (it never shortens a lease), and reports whether
 // it did.
 func (s Share) Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error) {
-	ms, err := leaseMillis(lease)
-	if err != nil {
-		return false, err
-	}
-	r := s.Renewal(owner, token)
-	keys, args := r.call(ms)
-	n, err := sharedRenewScript.Run(ctx, rdb, keys, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("reentrant: renew %s %q: %w", s.keys.Kind, s.keys.Name, err)
-	}
-	return n == 1, nil
+	return s.Renewal(owner, token).renew(ctx, rdb, lease)
 }
 
 // Renewal names owner's hold in the share's mode under token, for
-// RenewAll, which renews it in the same pipeline as the plain locks'.
+// RenewAll, which renews it in the same script call as the other holds of
+// its slot, plain locks' included.
 func (s Share) Renewal(owner string, token uint64) Renewal {
 	return Renewal{Owner: owner, Token: token, share: &s}
 }

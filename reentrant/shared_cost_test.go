@@ -166,7 +166,7 @@ func costCases() []costCase {
 				return releaser(t, e, e.write, o, token)
 			})
 		}
-		cases = append(cases, costCase{fmt.Sprint("renew/holders-", n+1), sharedRenewScript,
+		cases = append(cases, costCase{fmt.Sprint("renew/holders-", n+1), renewScript,
 			func(t testing.TB, e *costEnv) func() {
 				o, token := e.take(t, e.read, true)
 				for range n {

@@ -194,7 +194,7 @@ func TestSharedScriptsReplay(t *testing.T) {
 
 // A renewal extends a live hold's lease, never shortens it, and touches no
 // hold that has ended or was taken again; RenewAll renews plain locks' and
-// shares' holds in one pipeline, and again after the server lost its
+// shares' holds in one script call, and again after the server lost its
 // scripts.
 func TestSharedRenewal(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindSemaphore, "renew", 3)
@@ -227,9 +227,9 @@ func TestSharedRenewal(t *testing.T) {
 		if flush {
 			require.NoError(t, rdb.ScriptFlush(ctx).Err())
 		}
-		renewed, errs := RenewAll(ctx, rdb, renewals, testLease)
-		require.Equal(t, []error{nil, nil, nil}, errs)
-		require.Equal(t, []bool{true, true, false}, renewed)
+		renewed, errs := RenewAll(ctx, rdb, [][]Renewal{renewals}, testLease)
+		require.Equal(t, []error{nil}, errs)
+		require.Equal(t, [][]bool{{true, true, false}}, renewed)
 	}
 }
 

@@ -320,7 +320,9 @@ func testReentrancyOnAnotherShard(t *testing.T, cl *redistest.Cluster) {
 
 // A client holding locks, RW locks and permits on all three shards keeps
 // them over several short leases, and each renewal round sends one
-// pipeline per node, carrying every hold on that node, whatever its kind.
+// pipeline per node, carrying every hold on that node, whatever its kind,
+// in one script per slot: on each node, a lock, an RW read and a permit of
+// one name (one slot) and a lock of another name are two scripts.
 func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	ctx := testCtx(t)
 	rdb := cl.ClusterClient()
@@ -329,21 +331,26 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 	// three servers, and a busy machine must not stall them past the lease.
 	const lease = 900 * time.Millisecond
 	c := clusterClient(t, rdb, WithWatchdogLease(lease))
-	members := []familyMember{plainMember, rwMember, semMember, plainMember}
-	perShard := len(members)
 	type watched struct {
 		taken
 		name string
 		hash string // its holds' key
 	}
 	var holds []watched
-	for i, m := range members {
-		for _, name := range namePerShard(t, cl, fmt.Sprintf("w%d-%s-", i, m.kind)) {
-			h, err := m.take(ctx, c, name, 1)
-			require.NoError(t, err)
-			holds = append(holds, watched{h, name, m.keys(t, c, name)[0]})
-		}
+	take := func(m familyMember, name string) {
+		h, err := m.take(ctx, c, name, 1)
+		require.NoError(t, err)
+		holds = append(holds, watched{h, name, m.keys(t, c, name)[0]})
 	}
+	others := namePerShard(t, cl, "w-other-")
+	for i, name := range namePerShard(t, cl, "w-") {
+		require.NotEqual(t, slot.Of(name), slot.Of(others[i]))
+		for _, m := range []familyMember{plainMember, rwMember, semMember} {
+			take(m, name)
+		}
+		take(plainMember, others[i])
+	}
+	const slotsPerShard = 2
 	// Leases taken a few ms apart may fall in different first rounds; from
 	// the second tick on they are renewed together.
 	time.Sleep(2 * lease / 3)
@@ -370,11 +377,13 @@ func testWatchdogOnEveryShard(t *testing.T, cl *redistest.Cluster) {
 		// one side only.
 		require.InDelta(t, calls, len(s), 1, "one pipeline per renewal round on %s", addr)
 		for _, n := range s {
-			require.Equal(t, perShard, n, "every pipeline to %s carries all its holds: %v", addr, s)
+			require.Equal(t, slotsPerShard, n, "every pipeline to %s carries one script per slot: %v", addr, s)
 		}
 	}
 	for _, h := range holds {
 		require.NoError(t, h.give(ctx))
+	}
+	for _, h := range holds {
 		requireOnlyFenceOn(t, cl, h.name)
 	}
 	require.Zero(t, c.wd.Len())

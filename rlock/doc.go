@@ -69,7 +69,7 @@
 // Holding. A confirmed acquire or renewal moves the hold's validity, which
 // only rises; the hold ends at its validity unless a renewal moved it. The
 // watchdog renews every hold with a live handle taken without WithLease,
-// in one pipeline per batch; it stops before the release of the last such
+// in one pipeline per batch, one script call per slot; it stops before the release of the last such
 // handle is sent, so a hold being given up is never renewed again.
 //
 // Ending. A hold ends once: released, when its last handle's release is
@@ -134,7 +134,7 @@ package rlock
 // over what reentrant.Keys and reentrant.Share both offer. It names the
 // face's scripts (acquire, as a waiter too;
 // release; leave; renew; and its renewal for the watchdog's batch, which
-// renews holds of every kind in one pipeline) and its identity: its Redis
+// renews holds of every kind of one slot in one script call) and its identity: its Redis
 // key and face (resourceID). The holds table and the handles a ctx carries
 // are keyed by that identity, so c.Lock(r.Context(), "orders") never
 // re-enters an RW read handle of "orders", and rw.Lock can find a read

@@ -344,10 +344,10 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 }
 
 // scriptShapes tells the baton scripts apart by their numbers of keys and
-// of arguments.
+// of arguments. "renew-2" is a renewal of two holds of one slot.
 var scriptShapes = map[string][2]int{
-	"acquire": {5, 10}, "release": {5, 4}, "force-release": {5, 2},
-	"rw-acquire": {5, 13}, "rw-release": {5, 6}, "rw-leave": {4, 6}, "rw-renew": {2, 4}, "rw-force-release": {5, 3},
+	"acquire": {5, 10}, "release": {5, 4}, "force-release": {5, 2}, "renew-2": {4, 7},
+	"rw-acquire": {5, 13}, "rw-release": {5, 6}, "rw-leave": {4, 6}, "rw-force-release": {5, 3},
 }
 
 // isScript matches an EVALSHA or EVAL of the named baton script.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonlock/baton/notify/slot"
 	"github.com/batonlock/baton/reentrant"
 	"github.com/batonlock/baton/watchdog"
 )
@@ -85,24 +86,77 @@ func (h *hold) watchLost(cause error) {
 	h.cutOff(h.lost(what))
 }
 
-// renew is the watchdog's batch: one pipeline of the holds' renewals,
-// whatever their resources. A hold no longer held is watchdog.ErrNotHeld,
-// the watchdog's word for it.
+// renew is the watchdog's batch: one pipeline of renewal script calls,
+// one per cluster slot of the holds' keys (see renewGroups), each renewing
+// every hold of its slot whatever its resource's kind. Holds of different
+// slots go in different calls on a single node too: that keeps every call
+// valid on a cluster, at the cost of a few calls more in one round trip. A
+// hold no longer held is watchdog.ErrNotHeld, the watchdog's word for it.
 func (c *Client) renew(ctx context.Context, batch []*hold) []error {
 	if c.wire != nil {
 		return c.wire.renew(ctx, c, batch)
 	}
-	renewals := make([]reentrant.Renewal, len(batch))
-	for i, h := range batch {
-		renewals[i] = h.res.(batonResource).renewal(h.owner, h.token)
+	groups := renewGroups(batch, true)
+	renewals := make([][]reentrant.Renewal, len(groups))
+	for g, idx := range groups {
+		renewals[g] = make([]reentrant.Renewal, len(idx))
+		for j, i := range idx {
+			renewals[g][j] = batch[i].res.(batonResource).renewal(batch[i].owner, batch[i].token)
+		}
 	}
-	renewed, errs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
-	for i := range errs {
-		if errs[i] == nil && !renewed[i] {
+	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
+	errs := make([]error, len(batch))
+	for g, idx := range groups {
+		recordRenewals(batch, idx, renewed[g], groupErrs[g], errs)
+	}
+	return errs
+}
+
+// renewChunk is how many holds one renewal script call renews at most, as
+// Redisson's watchdog chunks them: it bounds the time one call keeps the
+// server from others.
+const renewChunk = 100
+
+// renewGroups groups the indexes of batch into renewal script calls: by
+// the cluster slot of the holds' keys when bySlot (all in one otherwise),
+// in the order the slots first appear, each cut into chunks of at most
+// renewChunk holds.
+func renewGroups(batch []*hold, bySlot bool) [][]int {
+	inSlot := map[int][]int{} // slot → indexes in batch
+	var order []int
+	for i, h := range batch {
+		s := 0
+		if bySlot {
+			s = slot.Of(h.res.id().key)
+		}
+		if _, ok := inSlot[s]; !ok {
+			order = append(order, s)
+		}
+		inSlot[s] = append(inSlot[s], i)
+	}
+	var groups [][]int
+	for _, s := range order {
+		for idx := inSlot[s]; len(idx) > 0; {
+			n := min(len(idx), renewChunk)
+			groups = append(groups, idx[:n:n])
+			idx = idx[n:]
+		}
+	}
+	return groups
+}
+
+// recordRenewals records in errs the outcome of one renewal script call
+// for batch[i], each i in idx: err for all of them when the call failed,
+// else watchdog.ErrNotHeld for each one renewed reports not renewed.
+func recordRenewals(batch []*hold, idx []int, renewed []bool, err error, errs []error) {
+	for j, i := range idx {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case !renewed[j]:
 			errs[i] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, batch[i].res.name())
 		}
 	}
-	return errs
 }
 
 // extendHold is the watchdog's report of a confirmed renewal of h.

@@ -127,7 +127,7 @@ func TestRWScriptsResentByGoRedis(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{w.Owner(): 2}, readers(), "the resent re-entry counted twice")
 
-	drop("rw-renew") // the watchdog's renewal of the write and the read
+	drop("renew-2") // the watchdog's renewal of the write and the read, one call
 	require.Eventually(t, func() bool { return px.Dropped() == dropped }, fast, 5*time.Millisecond)
 	time.Sleep(time.Second) // past the lease: the renewals that followed kept both
 	require.NoError(t, w.Context().Err())

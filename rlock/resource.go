@@ -54,7 +54,8 @@ type resource interface {
 }
 
 // batonResource is a resource in baton's own format, whose holds the
-// watchdog renews in one pipeline per round, whatever the resource.
+// watchdog renews in one pipeline per round, one script call per slot,
+// whatever the resource.
 type batonResource interface {
 	resource
 	// renewal names owner's hold of token for the watchdog's batch.

@@ -10,14 +10,31 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/notify/slot"
 )
 
 // scriptSpy is a go-redis hook that records the script calls a client
 // sends: each call's keys and arguments, and each pipeline's calls.
 type scriptSpy struct {
-	mu        sync.Mutex // guards calls and pipelines
+	mu        sync.Mutex // guards calls, pipelines and done
 	calls     [][]any
 	pipelines [][][]any
+	done      int // pipelines answered
+}
+
+// started is how many pipelines the spy saw sent.
+func (s *scriptSpy) started() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pipelines)
+}
+
+// finished is how many pipelines the spy saw answered.
+func (s *scriptSpy) finished() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
 }
 
 func (s *scriptSpy) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -38,7 +55,11 @@ func (s *scriptSpy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		s.mu.Lock()
 		s.pipelines = append(s.pipelines, scripts)
 		s.mu.Unlock()
-		return next(ctx, cmds)
+		err := next(ctx, cmds)
+		s.mu.Lock()
+		s.done++
+		s.mu.Unlock()
+		return err
 	}
 }
 
@@ -64,52 +85,76 @@ func spiedClient(t *testing.T, rdb *redis.Client, opts ...Option) (*Client, *scr
 	return c, spy
 }
 
-// A permit taken without WithLease is renewed by the watchdog while its
-// process lives, for more than ten leases, in the same pipeline as the
-// client's lock: each watchdog round is one pipeline with one renewal
-// script for each hold.
+// Renewal (issue 25, property 6): a permit taken without WithLease is
+// renewed by the watchdog while its process lives, for more than ten
+// leases, batched with the client's locks: each watchdog round is one
+// pipeline with one renewal script per slot. A lock, an RW read and a
+// permit of one name share its slot, so one script renews the three; a
+// lock of another name is the round's second script. The server counts
+// the scripts too (commandstats), between rounds.
 func TestSemaphoreWatchdogRenewsPermitsWithLocks(t *testing.T) {
 	ctx, srv := serve(t)
 	const lease = 300 * time.Millisecond
 	c, spy := spiedClient(t, srv.Client(), WithWatchdogLease(lease))
-	l, err := c.Lock(ctx, "batched-lock")
+	const name, other = "batched", "batched-other"
+	require.NotEqual(t, slot.Of(name), slot.Of(other))
+	l, err := c.Lock(ctx, name)
 	require.NoError(t, err)
-	sem := c.Semaphore("batched-sem", 2)
+	r, err := c.RWLock(name).RLock(ctx)
+	require.NoError(t, err)
+	sem := c.Semaphore(name, 2)
 	p, err := sem.Acquire(ctx, 1)
 	require.NoError(t, err)
+	o, err := c.Lock(ctx, other)
+	require.NoError(t, err)
 
-	time.Sleep(11 * lease)
-	require.NoError(t, p.Context().Err(), "the permit was lost while renewed")
+	// Holds taken a few ms apart may fall in different first rounds.
+	time.Sleep(lease)
+	first := spy.started()
+	calls0, rounds0 := scriptCallsBetweenRounds(t, srv.Client(), spy)
+	time.Sleep(10 * lease)
+	calls1, rounds1 := scriptCallsBetweenRounds(t, srv.Client(), spy)
+	require.GreaterOrEqual(t, rounds1-rounds0, 20, "renewed more than once a lease")
+	require.Equal(t, 2*(rounds1-rounds0), calls1-calls0, "the server ran two scripts a round")
+
+	for _, h := range []context.Context{l.Context(), r.Context(), p.Context(), o.Context()} {
+		require.NoError(t, h.Err(), "a hold was lost while renewed")
+	}
 	st := inspect(t, sem)
 	require.Positive(t, st.Holders[p.Owner()].TTL)
 	require.NoError(t, p.Release(ctx))
+	require.NoError(t, r.Unlock(ctx))
 	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, o.Unlock(ctx))
 
 	spy.mu.Lock()
 	defer spy.mu.Unlock()
-	both := 0
-	for i, pipe := range spy.pipelines {
-		var locks, permits int
+	for i, pipe := range spy.pipelines[first:rounds1] {
+		require.Len(t, pipe, 2, "round %d: one script per slot", first+i)
+		holds := map[int]int{} // the slot of each script's keys → the holds it renews
 		for _, args := range pipe {
-			switch args[3] { // the first key
-			case lockKey("batched-lock"):
-				locks++
-			case semKey("batched-sem"):
-				permits++
-			default:
-				t.Fatalf("round %d renewed %v", i, args)
-			}
+			holds[slot.Of(args[3].(string))] += args[2].(int) / 2 // two keys a hold
 		}
-		require.LessOrEqual(t, locks, 1, "round %d: one renewal script per hold", i)
-		require.LessOrEqual(t, permits, 1, "round %d: one renewal script per hold", i)
-		if locks == 1 && permits == 1 {
-			both++
+		require.Equal(t, map[int]int{slot.Of(name): 3, slot.Of(other): 1}, holds,
+			"round %d: one script per slot, renewing every hold of it", first+i)
+	}
+	requireOnlyFence(t, admin(t, srv), name)
+}
+
+// scriptCallsBetweenRounds is how many scripts the server has run
+// (commandstats), read between two watchdog rounds, and how many rounds
+// (pipelines) spy saw started by then.
+func scriptCallsBetweenRounds(t *testing.T, rdb *redis.Client, spy *scriptSpy) (calls, rounds int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		before := spy.started()
+		n := commandCalls(t, rdb)
+		if after := spy.started(); after == before && spy.finished() == after {
+			return int(n["evalsha"] + n["eval"]), after
 		}
 	}
-	t.Logf("%d watchdog rounds, %d renewing both holds", len(spy.pipelines), both)
-	require.GreaterOrEqual(t, both, 10, "renewed in the lock's rounds, more than once a lease")
-	require.GreaterOrEqual(t, both, len(spy.pipelines)-2, "only the first rounds may renew one hold alone")
-	requireOnlyFence(t, admin(t, srv), "batched-sem")
+	t.Fatal("no moment between two watchdog rounds in 5 s")
+	return 0, 0
 }
 
 // Server clock (issue 25, property 7): a lease is counted by the scripts

@@ -9,9 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/notify/slot"
 	"github.com/batonlock/baton/reentrant"
-	"github.com/batonlock/baton/watchdog"
 )
 
 // WithRedissonWire makes the client read and write Redisson's RLock format
@@ -177,61 +175,33 @@ func (w *wireLock) renew(ctx context.Context, owner string, _ uint64, lease time
 	return w.keys.Renew(ctx, w.rdb, f, lease)
 }
 
-// renewChunk is how many holds one renewal script call renews at most, as
-// Redisson's watchdog chunks them.
-const renewChunk = 100
-
 // renew is the watchdog's batch in Redisson's format: the holds grouped by
-// cluster slot, one RedissonRenewBatch per chunk of at most renewChunk.
+// cluster slot on a cluster (all in one group on a single node, as
+// Redisson's watchdog does), one RedissonRenewBatch per group (see
+// renewGroups).
 func (m *wireMode) renew(ctx context.Context, c *Client, batch []*hold) []error {
 	errs := make([]error, len(batch))
-	groups := map[int][]int{} // slot → indexes in batch
-	var order []int
-	for i, h := range batch {
-		s := 0
-		if m.cluster {
-			s = slot.Of(h.res.id().key)
-		}
-		if _, ok := groups[s]; !ok {
-			order = append(order, s)
-		}
-		groups[s] = append(groups[s], i)
-	}
-	for _, s := range order {
-		idx := groups[s]
-		for len(idx) > 0 {
-			n := min(len(idx), renewChunk)
-			m.renewChunk(ctx, c, batch, idx[:n], errs)
-			idx = idx[n:]
-		}
+	for _, idx := range renewGroups(batch, m.cluster) {
+		m.renewGroup(ctx, c, batch, idx, errs)
 	}
 	return errs
 }
 
-// renewChunk renews batch[i] for each i in idx in one script call, and
+// renewGroup renews batch[i] for each i in idx in one script call, and
 // records each one's outcome in errs.
-func (m *wireMode) renewChunk(ctx context.Context, c *Client, batch []*hold, idx []int, errs []error) {
+func (m *wireMode) renewGroup(ctx context.Context, c *Client, batch []*hold, idx []int, errs []error) {
 	holds := make([]reentrant.RedissonHold, len(idx))
 	for j, i := range idx {
 		w := batch[i].res.(*wireLock)
 		f, err := w.field(batch[i].owner) // it took the lock: never fails
 		if err != nil {
-			for _, i := range idx {
-				errs[i] = err
-			}
+			recordRenewals(batch, idx, nil, err, errs)
 			return
 		}
 		holds[j] = reentrant.RedissonHold{Keys: w.keys, Field: f}
 	}
 	renewed, err := reentrant.RedissonRenewBatch(ctx, c.rdb, holds, c.cfg.watchdogLease)
-	for j, i := range idx {
-		switch {
-		case err != nil:
-			errs[i] = err
-		case !renewed[j]:
-			errs[i] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, batch[i].res.name())
-		}
-	}
+	recordRenewals(batch, idx, renewed, err, errs)
 }
 
 // forceUnlockWire is ForceUnlock in Redisson's format. Holds have no
