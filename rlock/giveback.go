@@ -104,6 +104,24 @@ func (a *attempt) leave(ctx context.Context, w reentrant.Waiter) {
 	})
 }
 
+// leaveNow takes waiter w out of the queue before its call returns, as
+// etcd's Mutex deletes its key before Lock returns: a release right after
+// the call gave up then cannot grant it the lock, and a retry does not find
+// the lock held by its own abandoned waiter. ctx may have ended (the call
+// gave up because it did), so the leave gets undoTimeout of its own; if
+// Redis does not answer within it, the leave goes on in the background.
+func (a *attempt) leaveNow(ctx context.Context, w reentrant.Waiter) {
+	if w.ID == "" {
+		return
+	}
+	inline, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	err := a.res.leave(inline, w, a.owner, a.lease, a.newOwner)
+	cancel()
+	if err != nil {
+		a.c.background.run(a.lease, func(ctx context.Context) { a.leave(ctx, w) })
+	}
+}
+
 // giveBack releases a grant of token that arrived dead, so that it passes
 // on at once. If the release cannot be confirmed within ctx it goes on in
 // the background, and a call with an owner of its own takes a new one: its
