@@ -24,7 +24,7 @@ import (
 // ran out, or when ctx ended (then matching ctx.Err() too); ErrClosed; or
 // the Redis error. A failed call never leaves the lock taken, and a call
 // that gave up has left the queue when it returns (unless Redis did not
-// answer its leave within a second: the leave then goes on in the
+// answer its leave within 250 ms: the leave then goes on in the
 // background, and a grant that reaches it is passed on). A grant that
 // arrives as ctx ends may still be returned: the hold is the caller's, its
 // Context (derived from ctx) is already done, and Unlock gives it back.

@@ -104,21 +104,29 @@ func (a *attempt) leave(ctx context.Context, w reentrant.Waiter) {
 	})
 }
 
+// leaveWait is how long a call that gave up waits for its leave before it
+// returns. A leave takes one round trip; where Redis does not answer, the
+// call returns after leaveWait, and the leave goes on in the background.
+// go-redis bounds a command by its own timeouts, not by a ctx's deadline,
+// so the call cannot wait on the leave itself.
+const leaveWait = 250 * time.Millisecond
+
 // leaveNow takes waiter w out of the queue before its call returns, as
 // etcd's Mutex deletes its key before Lock returns: a release right after
 // the call gave up then cannot grant it the lock, and a retry does not find
-// the lock held by its own abandoned waiter. ctx may have ended (the call
-// gave up because it did), so the leave gets undoTimeout of its own; if
-// Redis does not answer within it, the leave goes on in the background.
-func (a *attempt) leaveNow(ctx context.Context, w reentrant.Waiter) {
-	if w.ID == "" {
-		return
-	}
-	inline, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
-	err := a.res.leave(inline, w, a.owner, a.lease, a.newOwner)
-	cancel()
-	if err != nil {
-		a.c.background.run(a.lease, func(ctx context.Context) { a.leave(ctx, w) })
+// the lock held by its own abandoned waiter. The leave runs as a clean-up,
+// retried until Redis answers; the call waits for it up to leaveWait.
+func (a *attempt) leaveNow(w reentrant.Waiter) {
+	left := make(chan struct{})
+	a.c.background.run(a.lease, func(ctx context.Context) {
+		defer close(left)
+		a.leave(ctx, w)
+	})
+	timer := time.NewTimer(leaveWait)
+	defer timer.Stop()
+	select {
+	case <-left:
+	case <-timer.C:
 	}
 }
 

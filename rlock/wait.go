@@ -57,7 +57,7 @@ func (a *attempt) wait(ctx context.Context, s *subscribed, holderTTL time.Durati
 		case err == nil, errors.Is(err, notify.ErrWaitTimeout):
 			// A resync, a nudge, or time to look again.
 		default:
-			a.leaveNow(ctx, s.w)
+			a.leaveNow(s.w)
 			return nil, a.waitError(err)
 		}
 	}
