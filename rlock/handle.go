@@ -74,6 +74,7 @@ func (l *handle) unlock(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 		defer cancel()
 	}
+	endedBeforeSend := h.endCause() != nil
 	res, err := h.res.release(ctx, h.owner, h.token, l.unlockReq)
 	if err != nil {
 		if h.endCause() == nil {
@@ -93,10 +94,20 @@ func (l *handle) unlock(ctx context.Context) error {
 	}
 	if res.Status == reentrant.NotHeld {
 		h.cutOff(h.lost("Unlock found it not held"))
-	} else if o := h.c.cfg.observer.Released; o != nil {
+		return h.finishHandle(l)
+	}
+	if o := h.c.cfg.observer.Released; o != nil {
 		o(ReleaseInfo{Name: h.res.name(), Token: h.token, Remaining: res.Remaining})
 	}
-	return h.finishHandle(l)
+	// Redis confirmed the release: the hold was held until it, whatever
+	// ended it locally while the reply was on its way (a ForceUnlock in
+	// this client cuts off every hold of the lock it finds, this one too).
+	// A loss that came before the release was sent was answered above.
+	cause := h.finishHandle(l)
+	if endedBeforeSend {
+		return cause
+	}
+	return nil
 }
 
 // errUnlocked is ErrNotHeld for a handle unlocked before.
