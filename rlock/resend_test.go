@@ -20,8 +20,9 @@ func resendClient(ctx context.Context, t *testing.T, srv *redistest.Server, opts
 }
 
 // proxiedClient is a Client whose connection goes through a proxy, with
-// go-redis's read timeout and retries as given. Its scripts are loaded
-// first, so a lost reply is a script's result and not a NOSCRIPT.
+// go-redis's read timeout and retries as given. Its scripts (the
+// watchdog's too) are loaded first, so a lost reply is a script's result
+// and not a NOSCRIPT.
 func proxiedClient(ctx context.Context, t *testing.T, srv *redistest.Server, read time.Duration, retries int, opts ...Option) (*Client, *proxy) {
 	t.Helper()
 	px := startProxy(t, srv.Addr)
@@ -32,6 +33,11 @@ func proxiedClient(ctx context.Context, t *testing.T, srv *redistest.Server, rea
 	w, err := rw.Lock(ctx)
 	require.NoError(t, err)
 	r, err := rw.RLock(w.Context())
+	require.NoError(t, err)
+	// The watchdog's renewal script too: a first renewal would otherwise
+	// pay a NOSCRIPT round trip on top of a dropped reply's read timeout,
+	// which a loaded machine pushed past a 1 s lease.
+	_, err = rw.write.renew(ctx, w.Owner(), w.Token(), time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, w.Unlock(ctx))
 	require.NoError(t, r.Unlock(ctx))
