@@ -144,7 +144,10 @@ func parseGrantBody(body string) (grantPayload, error) {
 	}
 	if kind == "" {
 		g, err := read("", m.grantBody)
-		return grantPayload{plain: &g}, err
+		if err != nil {
+			return grantPayload{}, err
+		}
+		return grantPayload{plain: &g}, nil
 	}
 	p := grantPayload{grants: make(map[string]Grant, len(m.Grants))}
 	for id, b := range m.Grants {
@@ -183,8 +186,7 @@ func (p grantPayload) grant(id string) (Grant, error) {
 type GrantReader struct {
 	mu      sync.Mutex // guards the last payload decoded, and what it held
 	payload string
-	decoded grantPayload
-	err     error
+	decoded grantPayload // zero for a payload that is no grant message's
 }
 
 // Grant is the grant to waiter id in payload, a grant message without its
@@ -197,12 +199,12 @@ func (r *GrantReader) Grant(id, payload string) (Grant, error) {
 	defer r.mu.Unlock()
 	// The waiters of one message hold the same string, so this compares
 	// its pointer first, and rarely its bytes.
-	if payload != r.payload || r.decoded.plain == nil && r.decoded.grants == nil && r.err == nil {
+	if payload != r.payload {
 		r.payload = payload
-		r.decoded, r.err = parseGrantBody(payload)
+		r.decoded, _ = parseGrantBody(payload) // zero, and so granting nobody, on an error
 	}
 	g, err := r.decoded.grant(id)
-	if r.err != nil || err != nil || strings.IndexByte(id, ',') >= 0 {
+	if err != nil || strings.IndexByte(id, ',') >= 0 {
 		return Grant{}, fmt.Errorf("reentrant: not a grant message to %q: %q", id, payload)
 	}
 	return g, nil

@@ -161,6 +161,7 @@ func TestGrantReaderDecodesASharedPayloadOnce(t *testing.T) {
 
 	for _, bad := range []struct{ id, payload string }{
 		{"nobody", payload}, {"", payload}, {"r1,r2", payload}, {"w", `{"k":"baton:{x}:rw"}`}, {"w", "not json"},
+		{"w", `{"t":"x","o":"O","k":"baton:{x}"}`}, // a plain grant without a token
 	} {
 		_, err := r.Grant(bad.id, bad.payload)
 		require.Error(t, err, "%q %q", bad.id, bad.payload)
