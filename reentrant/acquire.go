@@ -65,8 +65,8 @@ func (k Keys) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, 
 	return k.acquire(ctx, rdb, owner, "", lease, true, 0, w)
 }
 
-// acquire runs acquire.lua for Acquire and AcquireNew, again while it
-// reports Draining, up to drainPasses runs.
+// acquire runs acquire.lua for Acquire and AcquireNew, until drained
+// (untilDrained).
 func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, token uint64, w Waiter) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
@@ -80,11 +80,17 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 		a.record = w.record(owner, ms, a.aliveMs, !newOwner)
 	}
 	args := a.argv()
-	// A run that finds the lock free behind more dead entries than it may
-	// drop takes nothing, and the next run goes on where it stopped. Each
-	// run is the same call, a look for a waiter: repeating it is safe.
+	return untilDrained(func() (AcquireResult, error) { return k.acquireOnce(ctx, rdb, keys, args) })
+}
+
+// untilDrained runs an acquire script (once) again while it reports
+// Draining, up to drainPasses runs. A run that finds the resource free
+// behind more dead entries than it may drop takes nothing, and the next
+// run goes on where it stopped. Each run is the same call, a look for a
+// waiter: repeating it is safe.
+func untilDrained(once func() (AcquireResult, error)) (AcquireResult, error) {
 	for run := 1; ; run++ {
-		res, err := k.acquireOnce(ctx, rdb, keys, args)
+		res, err := once()
 		if err != nil || !res.Draining || run == drainPasses {
 			return res, err
 		}

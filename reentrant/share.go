@@ -35,8 +35,8 @@ func (s Share) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string,
 	return s.acquire(ctx, rdb, owner, "", lease, true, 0, w)
 }
 
-// acquire runs shared_acquire.lua for Acquire and AcquireNew, again while
-// it reports Draining, up to drainPasses runs.
+// acquire runs shared_acquire.lua for Acquire and AcquireNew, until
+// drained (untilDrained).
 func (s Share) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, token uint64, w Waiter) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
@@ -51,12 +51,7 @@ func (s Share) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID
 	keys := k.keys(k.RequestKey(requestID))
 	args := []any{owner, formatToken(token), string(s.mode), s.weight, k.size, ms, wireFlag(newOwner),
 		k.lock.requestTTL.Milliseconds(), w.ID, record, w.Alive, aliveMs, k.lock.publish}
-	for run := 1; ; run++ {
-		res, err := s.acquireOnce(ctx, rdb, keys, args)
-		if err != nil || !res.Draining || run == drainPasses {
-			return res, err
-		}
-	}
+	return untilDrained(func() (AcquireResult, error) { return s.acquireOnce(ctx, rdb, keys, args) })
 }
 
 // acquireOnce runs the acquire script once and reads its reply.
