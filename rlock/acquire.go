@@ -26,8 +26,9 @@ import (
 // that gave up has left the queue when it returns (unless Redis did not
 // answer its leave within 250 ms: the leave then goes on in the
 // background, and a grant that reaches it is passed on). A grant that
-// arrives as ctx ends may still be returned: the hold is the caller's, its
-// Context (derived from ctx) is already done, and Unlock gives it back.
+// arrives as ctx ends may still be returned: the hold is the caller's, and
+// Unlock gives it back. Only the wait honours ctx: the handle's Context
+// keeps ctx's values but ends only with the handle (see Lock.Context).
 func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (*Lock, error) {
 	return c.observed(c.obtain(ctx, name, opts, true))
 }

@@ -50,11 +50,11 @@ func FromContext(ctx context.Context) (*Lock, bool) {
 // deadline, while the hold may live on through other handles.
 var errLeaseExpired = fmt.Errorf("%w: this handle's fixed lease ran out", ErrLockLost)
 
-// handleContext is a handle's Context. It ends when the ctx given to the
-// acquire ends, when this handle is unlocked, when its fixed lease runs
-// out, or when the hold is lost; and Err looks at the clock itself, so a
-// holder that resumes after a pause sees the end on its first look, before
-// any timer fires.
+// handleContext is a handle's Context. It ends only with the handle: when
+// it is unlocked, when its fixed lease runs out, or when the hold is lost;
+// never with the ctx given to the acquire, whose values it keeps. Err
+// looks at the clock itself, so a holder that resumes after a pause sees
+// the end on its first look, before any timer fires.
 type handleContext struct {
 	context.Context           // cancelled at each end above
 	l               *handle   // whose Context this is

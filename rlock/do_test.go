@@ -62,6 +62,39 @@ func TestDoReportsALossDuringFn(t *testing.T) {
 	require.ErrorIs(t, err, ErrLockLost)
 }
 
+// fn's ctx ends when the caller's ctx ends, with its cause, and reports
+// the caller's deadline, while the hold's own Context stays until Do
+// unlocks; FromContext finds the Lock in it, and a Lock with it re-enters.
+func TestDoFnCtxEndsWithTheCallersCtx(t *testing.T) {
+	ctx, srv := serve(t)
+	rdb := admin(t, srv)
+	c := newClient(t, srv)
+	caller, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errStop := errors.New("caller stopped")
+	err := c.Do(caller, "do-caller", func(fctx context.Context) error {
+		l, ok := FromContext(fctx)
+		require.True(t, ok)
+		want, _ := ctx.Deadline()
+		got, ok := fctx.Deadline()
+		require.True(t, ok)
+		require.Equal(t, want, got, "fn's ctx does not report the caller's deadline")
+		inner, err := c.TryLock(fctx, "do-caller")
+		require.NoError(t, err, "a Lock with fn's ctx did not re-enter")
+		cancel(errStop)
+		require.ErrorIs(t, fctx.Err(), context.Canceled)
+		within(t, fctx.Done(), "fn's ctx to end")
+		require.ErrorIs(t, context.Cause(fctx), errStop)
+		require.NoError(t, l.Context().Err(), "the caller's ctx ended the hold's Context")
+		require.NoError(t, inner.Context().Err())
+		require.NoError(t, inner.Unlock(ctx))
+		return fctx.Err()
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, ErrLockLost)
+	require.Zero(t, rdb.Exists(ctx, lockKey("do-caller")).Val(), "Do unlocked")
+}
+
 func TestObserverSeesEveryEvent(t *testing.T) {
 	ctx, srv := serve(t)
 	var mu sync.Mutex

@@ -4,7 +4,7 @@
 //
 //	c, err := rlock.New(rdb)                 // one Client per process
 //	err = c.Do(ctx, "orders", func(ctx context.Context) error {
-//		return work(ctx) // ctx ends if the lock is lost
+//		return work(ctx) // ctx ends if the lock is lost, or the caller's ctx ends
 //	})
 //
 // It owns the holds of a process: a hold is one owner's hold on one lock,
@@ -23,6 +23,14 @@
 // owner of its own, so calls made with unrelated contexts never share a
 // lock. WithOwner makes ownership explicit and shareable: callers with one
 // owner are one owner.
+//
+// A handle's Context ends only with its handle: when it is unlocked, or
+// when the hold is lost (or its own fixed lease runs out). It keeps the
+// values of the ctx given to the acquire, so ownership goes on travelling,
+// but not its cancellation, which bounds the wait only: a read downgraded
+// from a write, or a re-entry whose outer handle is unlocked first, keeps
+// its Context while it holds. Do's function is the exception that honours
+// both: its ctx also ends with the caller's.
 //
 // A hold is valid until the send of its last confirmed acquire or renewal,
 // plus the lease, less a drift margin (lease/100 + 2ms). Its Contexts end no
@@ -143,7 +151,8 @@ package rlock
 // RWLock (rwlock.go) adds its two faces; ErrUpgrade, for rw.Lock whose ctx
 // carries a read handle and no write handle of the same RW lock (found by
 // identity, as handleIn finds a handle); a read granted at once inside a
-// write hold, and kept after the write's Unlock (downgrade); DoRead and Do
+// write hold, and kept after the write's Unlock with its Context
+// (downgrade); DoRead and Do
 // as Client.Do. Semaphore (semaphore.go) adds its face, whose acquire
 // carries the permit count, and which always runs under an owner of its
 // own (permits are counted, not re-entered: a Permit's Context in ctx is

@@ -34,10 +34,13 @@ type handle struct {
 }
 
 // newHandle makes the handle of an acquire sent at sent, whose Context
-// derives from parent.
-func newHandle(h *hold, parent context.Context, via *handle, lc lockConfig, sent time.Time, kind AcquireKind) *handle {
+// keeps the values of caller, the acquire's ctx, but not its cancellation:
+// the Context ends only with the handle (see Lock.Context), and caller's
+// end can only have ended the wait. Its values keep the handles caller
+// carries, so re-entry through them goes on (handleIn).
+func newHandle(h *hold, caller context.Context, via *handle, lc lockConfig, sent time.Time, kind AcquireKind) *handle {
 	l := &handle{hold: h, parent: via, fixed: lc.leaseSet, kind: kind, unlockReq: newRequestID()}
-	inner, cancel := context.WithCancelCause(parent)
+	inner, cancel := context.WithCancelCause(context.WithoutCancel(caller))
 	l.ctx = handleContext{Context: inner, l: l}
 	l.cancel = cancel
 	if lc.leaseSet {
@@ -138,22 +141,24 @@ func (l *Lock) Token() uint64 { return l.hold.token }
 // Owner is the owner ID the lock is held under.
 func (l *Lock) Owner() string { return l.hold.owner }
 
-// Context derives from the ctx given to Lock and carries this handle: Lock
-// calls for the same lock with it, or with a ctx derived from it, re-enter
-// through this handle. It ends, with context.Cause saying why, when the
-// first of these happens:
-//   - the ctx given to Lock ends (its own cause);
+// Context carries this handle and the values of the ctx given to Lock:
+// Lock calls for the same lock with it, or with a ctx derived from it,
+// re-enter through this handle. It ends only with this handle, with
+// context.Cause saying why, at the first of these:
 //   - this handle is unlocked (context.Canceled);
 //   - the lock is lost (a cause matching ErrLockLost): its lease, less the
 //     drift margin, has run out since the send of the last confirmed acquire
 //     or renewal, Redis said it no longer holds it, or ForceUnlock deleted
 //     it;
 //   - for a lock taken WithLease, this handle's lease runs out (a cause
-//     matching ErrLockLost); then Deadline reports that moment.
+//     matching ErrLockLost); then Deadline reports that moment (and
+//     otherwise no deadline).
 //
-// Its Err checks the clock itself, so after a pause the first call already
-// reports a lease that ran out. The hold itself lasts until its last handle
-// unlocks or it is lost, whatever happens to the ctx given to Lock.
+// The end of the ctx given to Lock does not end it: that ctx bounds the
+// wait only. Nor does the Unlock of the handle it re-entered through, or
+// of the write it was taken under (a downgrade). Its Err checks the clock
+// itself, so after a pause the first call already reports a lease that ran
+// out. The hold lasts until its last handle unlocks or it is lost.
 func (l *Lock) Context() context.Context { return &l.ctx }
 
 // Unlock gives back this handle's count of its hold. The release is sent even when ctx has already

@@ -27,8 +27,9 @@ var ErrUpgrade = errors.New("rlock: write asked for under a read of the same RW 
 // Re-entry goes by the handles a ctx carries, as for the plain lock: a
 // read inside a read and a write inside a write re-enter; a read inside a
 // write (rw.RLock(w.Context())) is granted at once, past the queue, with
-// the write's token, and stays after the write's Unlock: a downgrade, with
-// no writer in between. A write inside a read only is ErrUpgrade.
+// the write's token, and stays after the write's Unlock, with its Context:
+// a downgrade, with no writer in between. A write inside a read only is
+// ErrUpgrade.
 //
 // An RWLock sends nothing until a call; it is safe for concurrent use.
 type RWLock struct {

@@ -209,12 +209,14 @@ func (p *Permit) Token() uint64 { return (*Lock)(p).Token() }
 // Count is the number of permits this handle holds.
 func (p *Permit) Count() int64 { return p.hold.res.(*shareFace).share.Weight() }
 
-// Context derives from the ctx given to Acquire and ends, with
-// context.Cause saying why, as a Lock's Context does: when that ctx ends,
-// when the permits are released (context.Canceled), or when they are lost
-// (a cause matching ErrLockLost: the lease ran out unrenewed, Redis no
-// longer holds them, or ForceRelease ended them). An Acquire with it takes
-// permits of its own.
+// Context carries this Permit and the values of the ctx given to Acquire,
+// and ends only with the Permit, with
+// context.Cause saying why, as a Lock's Context does: when the permits are
+// released (context.Canceled), or when they are lost (a cause matching
+// ErrLockLost: the lease ran out unrenewed, Redis no longer holds them,
+// ForceRelease ended them, or a fixed lease ran out). The end of the ctx
+// given to Acquire bounds the wait only. An Acquire with it takes permits
+// of its own.
 func (p *Permit) Context() context.Context { return (*Lock)(p).Context() }
 
 // Release gives the permits back, and Redis grants what then fits of the
