@@ -26,24 +26,44 @@ func OwnerFrom(ctx context.Context) (string, bool) {
 type innermostKey struct{}
 
 // handleIn finds, in ctx, the innermost handle of c's hold on resource
-// face id: a call with ctx re-enters through it. It goes through the
-// handles ctx carries, innermost first, each found in the ctx its own
-// acquire was given: a key of its own per resource would cost an
-// allocation on every Lock.
+// face id: a call with ctx re-enters through it.
 func (c *Client) handleIn(ctx context.Context, id resourceID) *handle {
+	return innermost(ctx, func(l *handle) bool { return l.hold.c == c && l.hold.res.id() == id })
+}
+
+// innermost finds, in ctx, the innermost handle that is. It goes through
+// the handles ctx carries, innermost first, each found in the values of the
+// ctx its own acquire was given: a key of its own per resource would cost
+// an allocation on every Lock.
+func innermost(ctx context.Context, is func(*handle) bool) *handle {
 	l, _ := ctx.Value(innermostKey{}).(*handle)
-	for l != nil && (l.hold.c != c || l.hold.res.id() != id) {
+	for l != nil && !is(l) {
 		l, _ = l.ctx.Context.Value(innermostKey{}).(*handle)
 	}
 	return l
 }
 
-// FromContext returns the handle whose Context ctx is, or derives from: the
-// innermost one when locks are nested. Within Client.Do's function it gives
-// the Lock, for its Token.
+// isPermit tells a Permit's handle from a Lock's: a handle has one type.
+func (l *handle) isPermit() bool { return l.hold.res.id().face == permitsFace }
+
+// isLock: a handle of a plain or an RW lock, whose type is Lock.
+func (l *handle) isLock() bool { return !l.isPermit() }
+
+// FromContext returns the Lock (of a plain or an RW lock) whose Context ctx
+// is, or derives from: the innermost one when handles are nested. A Permit
+// is no Lock: ctx carrying only Permits gives false (see
+// PermitFromContext). Within Client.Do's function it gives the Lock, for
+// its Token.
 func FromContext(ctx context.Context) (*Lock, bool) {
-	l, ok := ctx.Value(innermostKey{}).(*handle)
-	return (*Lock)(l), ok
+	l := innermost(ctx, (*handle).isLock)
+	return (*Lock)(l), l != nil
+}
+
+// PermitFromContext returns the Permit whose Context ctx is, or derives
+// from: the innermost one when handles are nested. A Lock is no Permit.
+func PermitFromContext(ctx context.Context) (*Permit, bool) {
+	l := innermost(ctx, (*handle).isPermit)
+	return (*Permit)(l), l != nil
 }
 
 // errLeaseExpired ends the Context of a handle taken WithLease at its own

@@ -77,3 +77,52 @@ func TestReentryContextOutlivesItsOuterHandle(t *testing.T) {
 	require.ErrorIs(t, context.Cause(inner.Context()), context.Canceled)
 	require.Zero(t, rdb.Exists(ctx, lockKey("outlives")).Val())
 }
+
+// FromContext finds Locks only, of the plain lock and the RW lock alike,
+// and PermitFromContext finds Permits only: each the innermost of its type
+// in ctx, whatever else ctx carries inside it. A Permit is never seen as a
+// Lock, whose Unlock would give its permits back.
+func TestFromContextGivesEachHandleItsOwnType(t *testing.T) {
+	ctx, srv := serve(t)
+	c := newClient(t, srv)
+	_, ok := FromContext(ctx)
+	require.False(t, ok)
+	_, ok = PermitFromContext(ctx)
+	require.False(t, ok)
+
+	l, err := c.Lock(ctx, "types")
+	require.NoError(t, err)
+	p, err := c.Semaphore("types", 2).Acquire(l.Context(), 1)
+	require.NoError(t, err)
+	got, ok := FromContext(p.Context())
+	require.True(t, ok)
+	require.Same(t, l, got, "FromContext gives the innermost Lock, past a Permit")
+	gotP, ok := PermitFromContext(p.Context())
+	require.True(t, ok)
+	require.Same(t, p, gotP)
+	_, ok = PermitFromContext(l.Context())
+	require.False(t, ok, "a Lock seen as a Permit")
+
+	r, err := c.RWLock("types").RLock(p.Context())
+	require.NoError(t, err)
+	got, ok = FromContext(r.Context())
+	require.True(t, ok)
+	require.Same(t, r, got, "an RW lock's read handle is a Lock")
+	gotP, ok = PermitFromContext(r.Context())
+	require.True(t, ok)
+	require.Same(t, p, gotP, "PermitFromContext gives the innermost Permit, past a Lock")
+
+	require.NoError(t, r.Unlock(ctx))
+	require.NoError(t, p.Release(ctx))
+	require.NoError(t, l.Unlock(ctx))
+}
+
+// A Permit alone in ctx is no Lock.
+func TestPermitIsNoLock(t *testing.T) {
+	ctx, srv := serve(t)
+	p, err := newClient(t, srv).Semaphore("no-lock", 1).Acquire(ctx, 1)
+	require.NoError(t, err)
+	_, ok := FromContext(p.Context())
+	require.False(t, ok, "a Permit seen as a Lock")
+	require.NoError(t, p.Release(ctx))
+}

@@ -30,7 +30,9 @@
 // but not its cancellation, which bounds the wait only: a read downgraded
 // from a write, or a re-entry whose outer handle is unlocked first, keeps
 // its Context while it holds. Do's function is the exception that honours
-// both: its ctx also ends with the caller's.
+// both: its ctx also ends with the caller's. Each handle has one type,
+// which FromContext (Lock: plain and RW locks) and PermitFromContext
+// (Permit) find.
 //
 // A hold is valid until the send of its last confirmed acquire or renewal,
 // plus the lease, less a drift margin (lease/100 + 2ms). Its Contexts end no
@@ -104,8 +106,9 @@
 //     one call, set with WithOwner, or carried by a handle's Context.
 //   - hold: one owner's hold on one lock within one Client; in Redis, that
 //     owner's field. Its hold count is the field's value.
-//   - handle: what one successful Lock or TryLock returns (a *Lock); a hold
-//     has one or more handles.
+//   - handle: what one successful Lock or TryLock returns (a *Lock; a
+//     Permit for a semaphore, never seen as a Lock); a hold has one or
+//     more handles.
 //   - waiter: one call queued in Redis for a lock; its queue entry is its
 //     record.
 //   - grant: a release (or look, leave, force-release) making the oldest
@@ -131,7 +134,7 @@ package rlock
 // validity, renewal registration, handles, turns and end (hold.go and the
 // files it names), the holds table (table.go), and the handle core
 // (handle.go, context.go: Context with its validity-checking Err, token,
-// owner, unlock).
+// owner, unlock; a Permit's handle is told from a Lock's by its face).
 //
 // Each plugs in at one seam, the unexported resource interface
 // (resource.go), implemented by plainLock over reentrant.Keys and by

@@ -21,8 +21,9 @@ var ErrUpgrade = errors.New("rlock: write asked for under a read of the same RW 
 // the plain lock of the same name. Its waiters queue in one FIFO queue in
 // Redis, reads and writes alike: a read behind a queued write waits for it
 // (writers are not starved), and a release admits the run of consecutive
-// reads at the queue's head together (phase-fair). Its handles are Locks,
-// with the plain lock's Context, validity, renewal, loss and Unlock.
+// reads at the queue's head together (phase-fair). Its handles, reads and
+// write alike, are Locks (FromContext finds them), with the plain lock's
+// Context, validity, renewal, loss and Unlock.
 //
 // Re-entry goes by the handles a ctx carries, as for the plain lock: a
 // read inside a read and a write inside a write re-enter; a read inside a

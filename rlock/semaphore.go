@@ -209,8 +209,8 @@ func (p *Permit) Token() uint64 { return (*Lock)(p).Token() }
 // Count is the number of permits this handle holds.
 func (p *Permit) Count() int64 { return p.hold.res.(*shareFace).share.Weight() }
 
-// Context carries this Permit and the values of the ctx given to Acquire,
-// and ends only with the Permit, with
+// Context carries this Permit (PermitFromContext finds it) and the values
+// of the ctx given to Acquire, and ends only with the Permit, with
 // context.Cause saying why, as a Lock's Context does: when the permits are
 // released (context.Canceled), or when they are lost (a cause matching
 // ErrLockLost: the lease ran out unrenewed, Redis no longer holds them,
