@@ -24,6 +24,14 @@ func exampleRedis() (*redis.Client, func()) {
 	return rdb, func() { _ = rdb.Close(); mr.Close() }
 }
 
+// waitQueued returns once queued, an Inspect's queue length, is above 0,
+// so that an example can show what happens to a call made after a waiter.
+func waitQueued(queued func() int64) {
+	for queued() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func ExampleClient_Lock() {
 	rdb, done := exampleRedis()
 	defer done()
@@ -151,46 +159,4 @@ func ExampleLock_Token() {
 	// Output:
 	// new holder: <nil>
 	// paused holder refused: true
-}
-
-func ExampleSemaphore() {
-	rdb, done := exampleRedis()
-	defer done()
-	locks, err := rlock.New(rdb)
-	if err != nil {
-		panic(err)
-	}
-	defer locks.Close()
-	ctx := context.Background()
-
-	gpus := locks.Semaphore("gpu-pool", 4) // 4 permits, unless Redis has a size already
-	p, err := gpus.Acquire(ctx, 3)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("held:", p.Count())
-	// Work under p.Context(): it ends if the permits are lost.
-	_, err = gpus.TryAcquire(ctx, 2)
-	fmt.Println("2 more while 3 of 4 are held:", errors.Is(err, rlock.ErrNotObtained))
-	_, err = gpus.Acquire(ctx, 5)
-	fmt.Println("5 of 4:", errors.Is(err, rlock.ErrInvalidOption))
-
-	if err := gpus.SetMax(ctx, 5); err != nil { // for every client
-		panic(err)
-	}
-	q, err := gpus.TryAcquire(ctx, 2)
-	if err != nil {
-		panic(err)
-	}
-	st, _ := gpus.Inspect(ctx)
-	fmt.Println("size:", st.Size, "held:", st.Held, "later grants fence higher:", q.Token() > p.Token())
-	fmt.Println("release:", p.Release(ctx), q.Release(ctx))
-	fmt.Println("second release is ErrNotHeld:", errors.Is(p.Release(ctx), rlock.ErrNotHeld))
-	// Output:
-	// held: 3
-	// 2 more while 3 of 4 are held: true
-	// 5 of 4: true
-	// size: 5 held: 5 later grants fence higher: true
-	// release: <nil> <nil>
-	// second release is ErrNotHeld: true
 }
