@@ -68,7 +68,7 @@ func runAB(ctx context.Context, o options, set map[string]bool, stdout, stderr i
 		return err
 	}
 	defer stopServer()
-	target, err := urlTarget(name, url)
+	target, err := urlTarget(name, url, "")
 	if err != nil {
 		return err
 	}
