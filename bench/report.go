@@ -199,11 +199,11 @@ func WriteJudged(w io.Writer, rep Report) error {
 		return err
 	}
 	fmt.Fprintln(w, "\ntargets (set for a real Redis), on figures of this run:")
-	if err := WriteTargets(w, Targets(rep.Results)); err != nil {
+	if err := WriteTargets(w, ofScenariosRun(rep, Targets(rep.Results))); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nround-trip targets (set at -rtt %s), on figures of this run:\n", RTTJudged)
-	if err := WriteTargets(w, RTTTargets(rep.Results, rep.Meta.RTT)); err != nil {
+	if err := WriteTargets(w, ofScenariosRun(rep, RTTTargets(rep.Results, rep.Meta.RTT))); err != nil {
 		return err
 	}
 	if rep.Meta.RTT == 0 {
@@ -212,4 +212,13 @@ func WriteJudged(w io.Writer, rep Report) error {
 		return err
 	}
 	return nil
+}
+
+// ofScenariosRun leaves out the checks of scenarios the run did not run,
+// which could only say so.
+func ofScenariosRun(rep Report, checks []Check) []Check {
+	return slices.DeleteFunc(checks, func(c Check) bool {
+		scenario, _, _ := strings.Cut(c.Target, ": ")
+		return !slices.ContainsFunc(rep.Results, func(r Result) bool { return r.Scenario == scenario })
+	})
 }

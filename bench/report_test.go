@@ -90,6 +90,8 @@ func TestJudgedTargetsFollowTheServer(t *testing.T) {
 	require.Contains(t, rtt, "SKIP  uncontended: wall per Lock+Unlock ≤ 1.1× redislock's")
 	require.Contains(t, rtt, "latency has no target on loopback")
 
+	require.NotContains(t, out, "storm:", "the sample ran no storm: nothing to say of it")
+
 	rep.Meta.RTT = RTTJudged
 	_, rtt, _ = strings.Cut(judged(rep), "round-trip targets")
 	require.Contains(t, rtt, "PASS  uncontended: wall per Lock+Unlock ≤ 1.1× redislock's")

@@ -6,11 +6,19 @@
 // With no -addr, -url or -cluster it starts a throwaway redis-server (from
 // PATH) on a free loopback port, without persistence, and stops it when it
 // ends, Ctrl-C included. Without redis-server, or with -miniredis, it runs
-// on an embedded miniredis, and every output says that those figures show
-// behaviour, not speed:
+// on an embedded miniredis, says why, and every output says that those
+// figures show behaviour, not speed; no target is judged there. It writes
+// results.json, results.csv and chart.svg to -out, by default to a new
+// folder under baton-bench-results/, and names it.
 //
-//	go run ./bench/cmd/baton-bench -out bench/results
-//	go run ./bench/cmd/baton-bench -addr 127.0.0.1:6379 -rounds 5
+// With -rtt D every client reaches the server through a delay proxy of D
+// each way, as over a network, and the round-trip targets are judged (set
+// at 500us, a PING of about 1 ms); without -scenarios it runs those
+// targets' scenarios:
+//
+//	go run ./bench/cmd/baton-bench
+//	go run ./bench/cmd/baton-bench -rtt 500us
+//	go run ./bench/cmd/baton-bench -addr 127.0.0.1:6379 -rounds 5 -out bench/results
 //
 // With -ab it runs no suite, but an A/B of the uncontended Lock+Unlock loop,
 // whole process against whole process: each library (by default baton,
