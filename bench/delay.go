@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/batonlock/baton/bench/relay"
 )
 
 // delayQueue is how many reads may be in flight inside the proxy before
@@ -19,18 +21,12 @@ const delayQueue = 4096
 // deliver it.
 type DelayProxy struct {
 	// Addr is where clients connect: 127.0.0.1 and a free port.
-	Addr   string
-	target string
-	delay  time.Duration
-	ln     net.Listener
-
+	Addr  string
+	delay time.Duration
+	relay *relay.Relay
 	queue chan delivery // reads of every connection, in order
 	stop  chan struct{} // closed by Close
-
-	mu     sync.Mutex // guards conns and closed
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	once  sync.Once
 }
 
 // StartDelayProxy listens on a free loopback port and forwards each
@@ -39,81 +35,31 @@ func StartDelayProxy(target string, delay time.Duration) (*DelayProxy, error) {
 	if delay <= 0 {
 		return nil, errors.New("bench: a delay proxy needs a delay > 0")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p := &DelayProxy{delay: delay, queue: make(chan delivery, delayQueue), stop: make(chan struct{})}
+	r, err := relay.Start(target, p.serve)
 	if err != nil {
 		return nil, err
 	}
-	p := &DelayProxy{Addr: ln.Addr().String(), target: target, delay: delay, ln: ln,
-		queue: make(chan delivery, delayQueue), stop: make(chan struct{}), conns: map[net.Conn]struct{}{}}
-	p.wg.Go(p.accept)
-	p.wg.Go(p.deliver)
+	p.Addr, p.relay = r.Addr, r
+	r.Go(p.deliver)
 	return p, nil
 }
 
-// Close stops accepting, closes every connection and waits for the
-// proxy's goroutines.
+// Close closes every connection and waits for the proxy's goroutines.
 func (p *DelayProxy) Close() error {
-	p.mu.Lock()
-	if !p.closed {
-		close(p.stop)
-	}
-	p.closed = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	err := p.ln.Close()
-	p.wg.Wait()
-	return err
+	p.once.Do(func() { close(p.stop) })
+	return p.relay.Close()
 }
 
-func (p *DelayProxy) accept() {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = client.Close()
-			continue
-		}
-		if !p.track(client, server) {
-			return
-		}
-		hangUp := func() {
-			_ = client.Close()
-			_ = server.Close()
-			p.untrack(client, server)
-		}
-		p.wg.Go(func() { defer hangUp(); p.forward(server, client) })
-		p.wg.Go(func() { defer hangUp(); p.forward(client, server) })
-	}
-}
-
-// track registers the connections for Close; false, with both closed, if
-// the proxy is closing already.
-func (p *DelayProxy) track(conns ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		return false
-	}
-	for _, c := range conns {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (p *DelayProxy) untrack(conns ...net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range conns {
-		delete(p.conns, c)
-	}
+// serve forwards both ways until either side ends, and then ends the
+// other.
+func (p *DelayProxy) serve(client, server net.Conn) {
+	hangUp := func() { _ = client.Close(); _ = server.Close() }
+	var wg sync.WaitGroup
+	wg.Go(func() { defer hangUp(); p.forward(server, client) })
+	p.forward(client, server)
+	hangUp()
+	wg.Wait()
 }
 
 // delivery is bytes read from one side at one instant, due at the other
