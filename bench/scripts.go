@@ -11,9 +11,8 @@ import (
 )
 
 // scriptPairs is how many acquire and release calls the script cost is
-// measured over: commandstats counts whole microseconds per call, and 50
-// calls average that rounding out to a tenth of a microsecond or so.
-const scriptPairs = 50
+// measured over; commandstats counts whole microseconds per call.
+const scriptPairs = 51
 
 // ScriptCost is the server time of one algorithm's calls of one hold, an
 // acquire and a release measured apart (see CallCost), on a free name,
@@ -27,14 +26,16 @@ type ScriptCost struct {
 	Release CallCost `json:"release"`
 }
 
-// CallCost is the server's work for one call, averaged over the calls
-// measured: the scripts it ran (EVALSHA and EVAL) and their time, and the
-// time of every command it sent, scripts included.
+// CallCost is the server's work for one call, over the calls measured:
+// the scripts it ran (EVALSHA and EVAL) on average, the median time of
+// one script run, and the median time of every command a call sent,
+// scripts included. Medians, since a server preempted during a call (on
+// a loaded machine) counts that time as the call's.
 type CallCost struct {
 	ScriptsPerCall float64 `json:"scripts_per_call"`
-	// UsecPerScript is the server time of one script call (commandstats
-	// usec, which includes the commands the script runs); n/a (null)
-	// when the call ran no script.
+	// UsecPerScript is the server time of one script run (commandstats
+	// usec, which includes the commands the script runs), in whole
+	// microseconds or halves; n/a (null) when the calls ran no script.
 	UsecPerScript *float64 `json:"usec_per_script"`
 	UsecPerCall   float64  `json:"server_usec_per_call"`
 }
@@ -85,7 +86,7 @@ func measureScripts(ctx context.Context, t Target, admin redis.UniversalClient, 
 		if err := held.Unlock(ctx); err != nil {
 			return nil, err
 		}
-		var acquire, release redisproc.Commands
+		var acquire, release []redisproc.Commands
 		for range scriptPairs {
 			var held Held
 			a, err := serverWork(ctx, admin, func() (err error) { held, err = l.take(ctx, "free", req); return err })
@@ -96,7 +97,7 @@ func measureScripts(ctx context.Context, t Target, admin redis.UniversalClient, 
 			if err != nil {
 				return nil, err
 			}
-			acquire, release = add(acquire, a), add(release, r)
+			acquire, release = append(acquire, a), append(release, r)
 		}
 		out = append(out, ScriptCost{Algorithm: algo.Name, Hold: holdName(k, req),
 			Acquire: callCost(acquire), Release: callCost(release)})
@@ -121,25 +122,25 @@ func serverWork(ctx context.Context, admin redis.UniversalClient, call func() er
 	return serverCommands(before, after, 0), nil
 }
 
-func add(sum, d redisproc.Commands) redisproc.Commands {
-	if sum.Calls == nil {
-		sum = redisproc.Commands{Calls: redisproc.CommandStats{}, Usec: redisproc.CommandStats{}}
+// callCost is the CallCost of calls: scripts per call on average, and
+// the medians of the server times, which a server preempted during one
+// call (a loaded machine) does not move.
+func callCost(calls []redisproc.Commands) CallCost {
+	var scripts int64
+	var perScript []float64
+	perCall := make([]float64, len(calls))
+	for i, c := range calls {
+		n := c.Calls["evalsha"] + c.Calls["eval"]
+		scripts += n
+		if n > 0 {
+			perScript = append(perScript, float64(c.Usec["evalsha"]+c.Usec["eval"])/float64(n))
+		}
+		perCall[i] = float64(c.Usec.Total())
 	}
-	for k, v := range d.Calls {
-		sum.Calls[k] += v
+	cost := CallCost{ScriptsPerCall: float64(scripts) / float64(len(calls)), UsecPerCall: median(perCall)}
+	if len(perScript) > 0 {
+		m := median(perScript)
+		cost.UsecPerScript = &m
 	}
-	for k, v := range d.Usec {
-		sum.Usec[k] += v
-	}
-	return sum
-}
-
-// callCost is the CallCost of scriptPairs calls that made c.
-func callCost(c redisproc.Commands) CallCost {
-	scripts := c.Calls["evalsha"] + c.Calls["eval"]
-	return CallCost{
-		ScriptsPerCall: float64(scripts) / scriptPairs,
-		UsecPerScript:  ratio(float64(c.Usec["evalsha"]+c.Usec["eval"]), float64(scripts)),
-		UsecPerCall:    float64(c.Usec.Total()) / scriptPairs,
-	}
+	return cost
 }
