@@ -186,7 +186,7 @@ func WriteAB(w io.Writer, rep ABReport) error {
 		fmt.Fprintln(w, rep.Meta.Caveat)
 	}
 	fmt.Fprintf(w, "%s\nA/B: %d uncontended Lock+Unlock pairs per library per round, each run in a fresh process, %d round(s)\n\n",
-		rep.Meta.Headline(), rep.Pairs, len(rep.Rounds))
+		rep.Meta.headlines(), rep.Pairs, len(rep.Rounds))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "round\talgorithm\twall/pair\tCPU/pair\tbaton÷it wall\tbaton÷it CPU\t")
 	for i, round := range rep.Rounds {

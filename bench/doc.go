@@ -88,7 +88,11 @@
 //     weight held above the name's capacity (a write with anyone; more
 //     permits than the semaphore has);
 //   - in the RW scenarios, reads per second, and the wait p99 of reads and
-//     of writes apart, and the longest wait of a write;
+//     of writes apart, and the longest wait of a write; in
+//     rw-write-admits-10 (one writer, 10 readers, so that each write's
+//     release finds the 10 reads queued), the time from the start of the
+//     write's release to the last of those reads holding, p50, and in
+//     PING round trips;
 //   - in the semaphore scenario, on a target with a URL, the permits leaked
 //     by a holder SIGKILLed while holding 2: a process of the program
 //     itself (ServeHolder) takes them with a 2 s lease where permits have
@@ -100,12 +104,38 @@
 //     of 2 permits) times the gap from a release to the grant it makes, as
 //     the lock's idle hand-off does.
 //
-// Runs never share keys: each has its own key prefix. Targets judges baton
-// on figures of the same run: against the FIFO limit 1/(hold + PING p50),
-// the best peer or polling recipe, or bsm/redislock. WriteTable,
-// WriteTargets and WriteFiles (JSON, CSV, SVG chart) present a Report, which
-// carries what the run ran on (Meta). The command bench/cmd/baton-bench
-// drives it all, on a throwaway redis-server by default.
+// After the rounds, each algorithm's calls are measured one at a time on a
+// free name, with INFO commandstats read around each: the server time of
+// an acquire and of a release apart, per script run (EVALSHA µs) and per
+// call (ScriptCost, in the JSON's script_costs), for baton's scripts and
+// Redisson's alike; none on miniredis.
+//
+// # Round trips
+//
+// On loopback a round trip costs less than the scripts and Go's
+// scheduling, so latency there measures those, not the round trips a lock
+// saves. A Target with an RTT reaches the server through a DelayProxy, in
+// the bench process, that holds every byte back RTT each way (every
+// client: the workers', their pub/sub connections and the pinger's). Its
+// waits are nanosleep system calls: time.Sleep rounds a wait below a
+// millisecond up to one. At 500 µs a PING takes about 1.1–1.3 ms. Its CPU
+// (about 0.2 ms per round trip on a loaded 2-core machine) is the
+// process's, so CPU figures are n/a with a delay, and the scenarios with
+// thousands of round trips a second (storm, many-keys) measure the proxy
+// more than the locks: a run with a delay runs the scenarios RTTTargets
+// judges by default.
+//
+// # Targets
+//
+// Runs never share keys: each has its own key prefix. Targets judges baton's
+// throughput, fairness and cost on figures of the same run: against the
+// FIFO limit 1/(hold + PING p50), the best peer or polling recipe, or
+// bsm/redislock; RTTTargets judges its latency, only on a run with a delay
+// (set at RTTJudged, 500 µs each way). Neither is judged on miniredis.
+// WriteTable, WriteJudged and WriteFiles (JSON, CSV, SVG chart) present a
+// Report, which carries what the run ran on (Meta). The command
+// bench/cmd/baton-bench drives it all, on a throwaway redis-server by
+// default.
 //
 // # Why bench is in the root module
 //

@@ -19,6 +19,9 @@ const MiniredisCaveat = "miniredis: these figures show behaviour, not speed"
 type Report struct {
 	Meta    Meta     `json:"meta"`
 	Results []Result `json:"results"`
+	// Scripts is the server time of each algorithm's acquire and release
+	// calls, measured apart after the rounds; none on miniredis.
+	Scripts []ScriptCost `json:"script_costs,omitempty"`
 }
 
 // Meta says what a run ran on and how, so that its figures can be
@@ -31,6 +34,9 @@ type Meta struct {
 	RedisVersion string `json:"redis_version,omitempty"`
 	// Caveat is MiniredisCaveat on the embedded server, else empty.
 	Caveat string `json:"caveat,omitempty"`
+	// RTT is the delay proxy's delay each way (Target.RTT), 0 without
+	// one; in JSON as nanoseconds.
+	RTT time.Duration `json:"rtt_ns,omitempty"`
 	// GoVersion is the toolchain that built the bench.
 	GoVersion string `json:"go_version"`
 	// Module and ModuleVersion are the bench's main module as the build
@@ -52,6 +58,7 @@ type Meta struct {
 func newMeta(ctx context.Context, admin redis.UniversalClient, t Target, scenarios []Scenario, algos []Algorithm, rounds int) Meta {
 	m := Meta{
 		Server:     t.Name,
+		RTT:        t.RTT,
 		GoVersion:  runtime.Version(),
 		Peers:      map[string]string{},
 		Date:       time.Now().UTC().Truncate(time.Second),
@@ -112,11 +119,24 @@ func infoField(info, key string) string {
 	return ""
 }
 
-// Headline names the server, the date, GOMAXPROCS and the commit in one
-// line; the caveat, if any, is for the caller to show beside it.
-func (m Meta) Headline() string {
-	return strings.Join([]string{m.Server, m.Date.Format(time.DateOnly),
-		"GOMAXPROCS " + strconv.Itoa(m.GOMAXPROCS), "commit " + orUnknown(shortCommit(m.Commit))}, ", ")
+// Headline names the server (and the delay proxy, if any), the date,
+// GOMAXPROCS and the commit in one line, for the chart; the caveat, if
+// any, is for the caller to show beside it.
+func (m Meta) Headline() string { return m.serverLine() + ", " + m.buildLine() }
+
+// headlines is Headline on two lines, for text within 100 columns.
+func (m Meta) headlines() string { return m.serverLine() + "\n" + m.buildLine() }
+
+func (m Meta) serverLine() string {
+	if m.RTT > 0 {
+		return m.Server + ", through a delay proxy of " + short(m.RTT) + " each way"
+	}
+	return m.Server
+}
+
+func (m Meta) buildLine() string {
+	return strings.Join([]string{m.Date.Format(time.DateOnly), "GOMAXPROCS " + strconv.Itoa(m.GOMAXPROCS),
+		"commit " + orUnknown(shortCommit(m.Commit))}, ", ")
 }
 
 func shortCommit(c string) string {

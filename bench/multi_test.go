@@ -114,7 +114,8 @@ func TestSuiteRunsEachScenarioWithTheAlgorithmsOfItsKind(t *testing.T) {
 
 	var table bytes.Buffer
 	require.NoError(t, WriteTable(&table, rep))
-	require.Contains(t, table.String(), "read-write locks and semaphores")
+	require.Contains(t, table.String(), "\nread-write locks\n")
+	require.Contains(t, table.String(), "\nsemaphores\n")
 }
 
 // The mix: a lock scenario draws nothing from the worker's generator (its
@@ -124,7 +125,7 @@ func TestScenarioRequestsFollowTheMix(t *testing.T) {
 	count := func(sc Scenario) (heavy int, rng *rand.Rand) {
 		rng = rand.New(rand.NewPCG(1, 2))
 		for range 10000 {
-			r := sc.request(rng)
+			r := sc.request(sc.Workers-1, rng)
 			require.LessOrEqual(t, r.weight, sc.capacity())
 			if r.weight > 1 {
 				heavy++
@@ -138,10 +139,18 @@ func TestScenarioRequestsFollowTheMix(t *testing.T) {
 	require.Equal(t, rand.New(rand.NewPCG(1, 2)).Uint64(), rng.Uint64(), "nothing drawn")
 
 	for _, sc := range slices.Concat(RWScenarios(time.Second), SemaphoreScenarios(time.Second)) {
+		if sc.Writers > 0 {
+			continue // fixed roles, below
+		}
 		heavy, _ := count(sc)
 		share := sc.Writes + sc.Doubles
 		require.InDelta(t, share*10000, heavy, 300, sc.Name)
 	}
+	admits := RWScenarios(time.Second)[2]
+	heavy, rng = count(admits)
+	require.Zero(t, heavy, "the last worker always reads")
+	require.Equal(t, rand.New(rand.NewPCG(1, 2)).Uint64(), rng.Uint64(), "nothing drawn")
+	require.Equal(t, request{weight: admits.capacity(), write: true}, admits.request(0, rng), "the first always writes")
 	require.EqualValues(t, 16, RWScenarios(time.Second)[0].capacity())
 	require.EqualValues(t, 4, SemaphoreScenarios(time.Second)[0].capacity())
 }
@@ -175,7 +184,7 @@ func TestRWAndSemaphoreContestantsOnARealServer(t *testing.T) {
 	scenarios := slices.Concat(RWScenarios(d), SemaphoreScenarios(d))
 	rep, err := Suite{Target: target, Algorithms: algos, Scenarios: scenarios}.Run(ctx)
 	require.NoError(t, err)
-	require.Len(t, rep.Results, 2*len(RWAlgorithms())+2*len(SemaphoreAlgorithms()), "baton's lock runs none")
+	require.Len(t, rep.Results, len(RWScenarios(d))*len(RWAlgorithms())+2*len(SemaphoreAlgorithms()), "baton's lock runs none")
 	for _, r := range rep.Results {
 		name := r.Algorithm + " on " + r.Scenario
 		require.Zero(t, r.Violations, name)
@@ -203,7 +212,22 @@ func TestRWAndSemaphoreContestantsOnARealServer(t *testing.T) {
 		require.NotNil(t, r.ReadsPerSec, name)
 		require.NotNil(t, r.ReadWaitP99, name)
 		require.NotNil(t, r.WriteWaitMax, name)
+		if r.Scenario == rwAdmits && r.Algorithm == BatonRWName {
+			require.NotNil(t, r.LastReadPerPing, "%s: every release of the write finds the 10 reads queued", name)
+		}
 	}
+	var holds []string
+	for _, c := range rep.Scripts {
+		holds = append(holds, c.Algorithm+" "+c.Hold)
+		for _, call := range []CallCost{c.Acquire, c.Release} {
+			require.GreaterOrEqual(t, call.ScriptsPerCall, 1.0, "%+v", c)
+			require.Positive(t, *call.UsecPerScript, "%+v", c)
+			require.GreaterOrEqual(t, call.UsecPerCall, *call.UsecPerScript, "%+v", c)
+		}
+	}
+	require.Equal(t, []string{BatonRWName + " read", BatonRWName + " write", RedissonRWName + " read", RedissonRWName + " write",
+		BatonPlainName + " read", BatonPlainName + " write", BatonSemaphoreName + " permit", CounterSemaphoreName + " permit"},
+		holds, "every contestant's holds, and none of baton's lock, which served no scenario")
 	checks := byTarget(Targets(rep.Results))
 	for _, name := range []string{"rw-9:1: longest write wait ≤ 1/10 of redisson-rw's", "rw-9:1: reads/s ≥ 3× baton-plain's"} {
 		require.Contains(t, []string{"PASS", "MISS"}, checks[name].Status, "judged: %s %+v", name, checks[name])

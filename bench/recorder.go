@@ -15,6 +15,17 @@ type recorder struct {
 	names      []nameState
 	capacity   int64
 	violations atomic.Int64
+	// batches, when set (an RW scenario with fixed writers), has every
+	// write's release open a readBatch of the reads it admits.
+	batches bool
+}
+
+// readBatch is the reads one write's release admitted: those called
+// before that release started and holding after it. last is the latest of
+// them, from the start of the release.
+type readBatch struct {
+	reads int
+	last  time.Duration
 }
 
 type nameState struct {
@@ -23,6 +34,8 @@ type nameState struct {
 	mu          sync.Mutex
 	lastWorker  int
 	lastRelease time.Time // zero until the first release
+	lastWrite   time.Time // with batches: the last write's release
+	writes      []readBatch
 }
 
 func newRecorder(names int, capacity int64) *recorder {
@@ -42,6 +55,11 @@ func (r *recorder) acquired(name, worker int, weight int64, called, at time.Time
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.batches && weight < r.capacity && called.Before(s.lastWrite) {
+		b := &s.writes[len(s.writes)-1]
+		b.reads++
+		b.last = max(b.last, at.Sub(s.lastWrite))
+	}
 	// Before any release lastRelease is zero, so called is after it.
 	if s.lastWorker == worker || called.After(s.lastRelease) {
 		return 0, false
@@ -57,5 +75,26 @@ func (r *recorder) releasing(name, worker int, weight int64, at time.Time) {
 	s.occupancy.Add(-weight)
 	s.mu.Lock()
 	s.lastWorker, s.lastRelease = worker, at
+	if r.batches && weight == r.capacity {
+		s.lastWrite = at
+		s.writes = append(s.writes, readBatch{})
+	}
 	s.mu.Unlock()
+}
+
+// lastReads is, for each write's release that admitted all of readers,
+// the time from its start to the last of those reads holding.
+func (r *recorder) lastReads(readers int) []time.Duration {
+	var out []time.Duration
+	for i := range r.names {
+		s := &r.names[i]
+		s.mu.Lock()
+		for _, b := range s.writes {
+			if b.reads == readers {
+				out = append(out, b.last)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out
 }

@@ -34,36 +34,40 @@ var tables = []struct {
 		{"wait p50", func(r Result) string { return short(r.WaitP50) }},
 		{"wait p99", func(r Result) string { return short(r.WaitP99) }},
 		{"wait max", func(r Result) string { return short(r.WaitMax) }},
+		{"ping p50", func(r Result) string { return short(r.PingP50) }},
+	}, nil},
+	{"hand-offs", []column{
 		{"gap p50", func(r Result) string { return optional(r.GapP50, short) }},
 		{"gap p99", func(r Result) string { return optional(r.GapP99, short) }},
-		{"ping p50", func(r Result) string { return short(r.PingP50) }},
 		{"gap/ping", func(r Result) string { return optional(r.GapPerPing, timesCell) }},
+	}, func(r Result) bool { return r.Handoffs > 0 }},
+	{"cost per acquisition", []column{
+		{"client cmd", func(r Result) string { return strconv.FormatFloat(r.ClientPerAcq, 'f', 2, 64) }},
+		{"server cmd", func(r Result) string { return optional(r.ServerPerAcq, twoDecimals) }},
+		{"server µs", func(r Result) string { return optional(r.ServerUsecPerAcq, twoDecimals) }},
+		{"CPU µs", func(r Result) string { return optional(r.CPUPerAcq, microseconds) }},
 	}, nil},
-	{"cost", []column{
-		{"client cmd/acq", func(r Result) string { return strconv.FormatFloat(r.ClientPerAcq, 'f', 2, 64) }},
-		{"server cmd/acq", func(r Result) string { return optional(r.ServerPerAcq, twoDecimals) }},
-		{"server µs/acq", func(r Result) string { return optional(r.ServerUsecPerAcq, twoDecimals) }},
-		{"CPU µs/acq", func(r Result) string { return optional(r.CPUPerAcq, microseconds) }},
-	}, nil},
-	{"read-write locks and semaphores", []column{
+	{"read-write locks", []column{
 		{"reads/s", func(r Result) string { return optional(r.ReadsPerSec, wholeNumber) }},
-		{"read wait p99", func(r Result) string { return optional(r.ReadWaitP99, short) }},
-		{"write wait p99", func(r Result) string { return optional(r.WriteWaitP99, short) }},
-		{"write wait max", func(r Result) string { return optional(r.WriteWaitMax, short) }},
+		{"read p99", func(r Result) string { return optional(r.ReadWaitP99, short) }},
+		{"write p99", func(r Result) string { return optional(r.WriteWaitP99, short) }},
+		{"write max", func(r Result) string { return optional(r.WriteWaitMax, short) }},
+		{"last read/ping", func(r Result) string { return optional(r.LastReadPerPing, timesCell) }},
+	}, func(r Result) bool { return r.Kind == KindRW }},
+	{"semaphores", []column{
 		{"leaked", func(r Result) string { return optional(r.PermitsLeaked, wholeCount) }},
 		{"wakes/grant", func(r Result) string { return optional(r.WakeupsPerGrant, twoDecimals) }},
-	}, func(r Result) bool { return r.ReadsPerSec != nil || r.PermitsLeaked != nil || r.WakeupsPerGrant != nil }},
+	}, func(r Result) bool { return r.Kind == KindSemaphore }},
 }
 
-// WriteTable prints the report's results as three aligned tables (speed,
-// latency, cost), one row per scenario and algorithm, under a line naming
-// the server (and, on miniredis, the caveat), and a legend. Its lines fit
-// in 120 columns.
+// WriteTable prints the report's results as aligned tables by topic, one
+// row per scenario and algorithm, under lines naming the server (and, on
+// miniredis, the caveat), and a legend. Its lines fit in 100 columns.
 func WriteTable(w io.Writer, rep Report) error {
 	if rep.Meta.Caveat != "" {
 		fmt.Fprintln(w, rep.Meta.Caveat)
 	}
-	if _, err := fmt.Fprintf(w, "%s\nmedian of %d round(s)\n", rep.Meta.Headline(), rep.Meta.Rounds); err != nil {
+	if _, err := fmt.Fprintf(w, "%s\nmedian of %d round(s)\n", rep.Meta.headlines(), rep.Meta.Rounds); err != nil {
 		return err
 	}
 	for _, t := range tables {
@@ -89,21 +93,45 @@ func WriteTable(w io.Writer, rep Report) error {
 			return err
 		}
 	}
+	if err := writeScripts(w, rep.Scripts); err != nil {
+		return err
+	}
 	_, err := fmt.Fprint(w, tableLegend)
 	return err
 }
 
+// writeScripts prints the server time of each algorithm's calls, if
+// measured.
+func writeScripts(w io.Writer, costs []ScriptCost) error {
+	if len(costs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nserver time per call, one at a time (µs per script run; scripts per call)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "algorithm\thold\tacquire µs\tscripts\trelease µs\tscripts\tserver µs/pair\t")
+	for _, c := range costs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%.2f\t%.1f\t\n", c.Algorithm, c.Hold,
+			optional(c.Acquire.UsecPerScript, oneDecimal), c.Acquire.ScriptsPerCall,
+			optional(c.Release.UsecPerScript, oneDecimal), c.Release.ScriptsPerCall,
+			c.Acquire.UsecPerCall+c.Release.UsecPerCall)
+	}
+	return tw.Flush()
+}
+
+func oneDecimal(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
 const tableLegend = `
 spread: (fastest - slowest round) / median acq/s. fairness: least/most acquisitions of a worker.
 wait: Lock call to holding, waits cut short by the end of a run included.
-gap: release start to the next acquisition by a worker already waiting; gap/ping: in PING round trips.
-client cmd: written by the lock clients; server cmd and µs: INFO commandstats, script-internal commands included.
-CPU: user+system time of the bench process (lock clients and harness) during the run.
-reads/s, read and write wait: an RW scenario's reads and writes apart. leaked: permits, after a holder of 2 is
-SIGKILLed and its lease (2 s, where permits have one) has passed, that another process cannot get.
-wakes/grant: a semaphore's waiters woken by a message (baton: PUBLISH and SPUBLISH calls, one client each)
-per grant to a waiting call.
--: not measured (no hand-offs, or a server without commandstats; CPU on the embedded server).
+gap: release start to the next acquisition by a worker already waiting; gap/ping: in PING round
+trips. last read/ping: a write's release start to the last queued read it admits holding, p50.
+client cmd: written by the lock clients; server cmd and µs: INFO commandstats, script-internal
+commands included. CPU: user+system time of the bench process (lock clients and harness).
+reads/s, read and write (wait): an RW scenario's reads and writes apart. leaked: permits, after a
+holder of 2 is SIGKILLed and its lease (2 s, where permits have one) has passed, that another
+process cannot get. wakes/grant: a semaphore's waiters woken by a message (baton: PUBLISH and
+SPUBLISH calls, one client each) per grant to a waiting call.
+-: not measured (no hand-offs, no commandstats; CPU on the embedded server or with -rtt).
 `
 
 func spreadCell(r Result) string {
@@ -161,4 +189,36 @@ func threeDigits(v float64) string {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}
 	return s
+}
+
+// WriteJudged prints the run's targets: none on miniredis, saying why; else
+// Targets, and RTTTargets, which judge only a run through a delay proxy.
+func WriteJudged(w io.Writer, rep Report) error {
+	if rep.Meta.Caveat != "" {
+		_, err := fmt.Fprintln(w, "\ntargets: not judged, they are set for a real Redis; miniredis is a slow in-process server")
+		return err
+	}
+	fmt.Fprintln(w, "\ntargets (set for a real Redis), on figures of this run:")
+	if err := WriteTargets(w, ofScenariosRun(rep, Targets(rep.Results))); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nround-trip targets (set at -rtt %s), on figures of this run:\n", RTTJudged)
+	if err := WriteTargets(w, ofScenariosRun(rep, RTTTargets(rep.Results, rep.Meta.RTT))); err != nil {
+		return err
+	}
+	if rep.Meta.RTT == 0 {
+		_, err := fmt.Fprintln(w, "latency has no target on loopback: a round trip there costs less than the scripts\n"+
+			"and Go's scheduling, which its figures then measure; -rtt "+RTTJudged.String()+" adds a network's")
+		return err
+	}
+	return nil
+}
+
+// ofScenariosRun leaves out the checks of scenarios the run did not run,
+// which could only say so.
+func ofScenariosRun(rep Report, checks []Check) []Check {
+	return slices.DeleteFunc(checks, func(c Check) bool {
+		scenario, _, _ := strings.Cut(c.Target, ": ")
+		return !slices.ContainsFunc(rep.Results, func(r Result) bool { return r.Scenario == scenario })
+	})
 }

@@ -13,6 +13,7 @@ import (
 type Result struct {
 	Algorithm string        `json:"algorithm"`
 	Scenario  string        `json:"scenario"`
+	Kind      Kind          `json:"kind,omitempty"`
 	Workers   int           `json:"workers"`
 	Names     int           `json:"names"`
 	Hold      time.Duration `json:"hold_ns"`
@@ -80,6 +81,12 @@ type Result struct {
 	ReadWaitP99  *time.Duration `json:"read_wait_p99_ns"`
 	WriteWaitP99 *time.Duration `json:"write_wait_p99_ns"`
 	WriteWaitMax *time.Duration `json:"write_wait_max_ns"`
+	// LastReadP50 is, in an RW scenario with fixed writers, the median
+	// over the writes' releases that admitted every reader of the time
+	// from the start of the release to the last of those reads holding;
+	// LastReadPerPing is that in PING round trips. n/a elsewhere.
+	LastReadP50     *time.Duration `json:"last_read_p50_ns"`
+	LastReadPerPing *float64       `json:"last_read_per_ping"`
 
 	// PermitsLeaked is, in a semaphore scenario on a target with a URL,
 	// how many permits were still not to be had once a holder of
@@ -103,7 +110,7 @@ func summarize(algo string, sc Scenario, elapsed time.Duration, workers []*worke
 		perWorker[i] = w.acquisitions
 	}
 	r := Result{
-		Algorithm: algo, Scenario: sc.Name, Workers: sc.Workers, Names: sc.Names,
+		Algorithm: algo, Scenario: sc.Name, Kind: sc.Kind, Workers: sc.Workers, Names: sc.Names,
 		Hold: sc.Hold, Think: sc.Think, Rounds: 1, Elapsed: elapsed,
 		Handoffs:   int64(len(gaps)),
 		Violations: rec.violations.Load(),
@@ -124,6 +131,10 @@ func summarize(algo string, sc Scenario, elapsed time.Duration, workers []*worke
 	r.MinPerWorker, r.MaxPerWorker, r.Fairness = fairness(perWorker)
 	if sc.Kind == KindRW {
 		summarizeRW(&r, elapsed, workers)
+	}
+	if last := rec.lastReads(sc.Workers - sc.Writers); sc.Writers > 0 && len(last) > 0 {
+		p50 := distributionOf(last).P50
+		r.LastReadP50, r.LastReadPerPing = &p50, ratio(float64(p50), float64(r.PingP50))
 	}
 	return r
 }
@@ -189,6 +200,8 @@ func combine(rounds []Result) Result {
 	r.WriteWaitP99 = medianOf(rounds, func(x Result) *time.Duration { return x.WriteWaitP99 })
 	r.WriteWaitMax = medianOf(rounds, func(x Result) *time.Duration { return x.WriteWaitMax })
 	r.WakeupsPerGrant = medianOf(rounds, func(x Result) *float64 { return x.WakeupsPerGrant })
+	r.LastReadP50 = medianOf(rounds, func(x Result) *time.Duration { return x.LastReadP50 })
+	r.LastReadPerPing = medianOf(rounds, func(x Result) *float64 { return x.LastReadPerPing })
 	fair := figures(rounds, func(x Result) float64 { return x.Fairness })
 	m := rounds[slices.Index(fair, median(fair))]
 	r.Fairness, r.MinPerWorker, r.MaxPerWorker = m.Fairness, m.MinPerWorker, m.MaxPerWorker

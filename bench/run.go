@@ -45,7 +45,7 @@ func (w *worker) run(ctx context.Context, sc Scenario, names []string, rec *reco
 		if len(names) > 1 {
 			i = w.rng.IntN(len(names))
 		}
-		req := sc.request(w.rng)
+		req := sc.request(w.id, w.rng)
 		start := time.Now()
 		held, err := w.locker.take(ctx, names[i], req)
 		now := time.Now()
@@ -115,6 +115,7 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	runCtx, stop := context.WithTimeout(failed, sc.Duration)
 	defer stop()
 	rec := newRecorder(sc.Names, sc.capacity())
+	rec.batches = sc.Writers > 0
 	wakesPerGrant := make(chan *float64, 1)
 	go func() { wakesPerGrant <- wakesAtEnd(runCtx, admin, wakes, statsBefore, statsErr) }()
 	pinger := make(chan pinged, 1)
@@ -139,9 +140,9 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	r := summarize(algo.Name, sc, elapsed, workers, rec, pings.rtts)
 	r.ClientCommands = sent.n.Load() - sentBefore - holders.sent
 	r.ClientPerAcq = perAcquisition(r.ClientCommands, r.Acquisitions)
-	// An embedded server's CPU is the process's own: the figure would
-	// count it as the lock clients'.
-	if cpu != nil && !t.Miniredis && r.Acquisitions > 0 {
+	// An embedded server's CPU, or a delay proxy's, is the process's own:
+	// the figure would count it as the lock clients'.
+	if cpu != nil && !t.Miniredis && t.RTT == 0 && r.Acquisitions > 0 {
 		perAcq := *cpu / time.Duration(r.Acquisitions)
 		r.CPUPerAcq = &perAcq
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -193,13 +194,13 @@ func TestRoundsRotateTheOrderAndReportTheMedian(t *testing.T) {
 	for _, l := range lines {
 		require.Equal(t, strings.Index(lines[0], "acq/s"), strings.Index(l, "acq/s"), "aligned: %q", l)
 	}
-	require.True(t, strings.HasPrefix(lines[0], "[ 1/12] round 1/4"), lines[0])
+	require.True(t, strings.HasPrefix(lines[0], "[ 1/12] r1/4"), lines[0])
 
 	progress.Reset()
 	_, err = Suite{Target: target, Algorithms: algos[:1], Scenarios: []Scenario{one}, Rounds: 10, Progress: &progress}.Run(testCtx(t))
 	require.NoError(t, err)
 	lines = strings.Split(strings.TrimSpace(progress.String()), "\n")
-	require.Equal(t, "[ 1/10] round  1/10", lines[0][:len("[ 1/10] round  1/10")])
+	require.Equal(t, "[ 1/10] r 1/10", lines[0][:len("[ 1/10] r 1/10")])
 	require.Equal(t, strings.Index(lines[0], "acq/s"), strings.Index(lines[9], "acq/s"), "aligned past nine rounds")
 }
 
@@ -234,4 +235,35 @@ func TestSuiteRejectsABadScenarioBeforeRunning(t *testing.T) {
 	_, err = Suite{Target: target, Algorithms: Algorithms(), Scenarios: []Scenario{good, bad}}.Run(testCtx(t))
 	require.ErrorContains(t, err, `"bad"`)
 	require.Less(t, time.Since(start), time.Minute, "the good scenario did not run first")
+}
+
+// The server time of baton's and Redisson's lock scripts, an acquire and a
+// release apart, and none on miniredis, which has no commandstats.
+func TestScriptCostsOfTheLockScripts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	target := realTarget(t)
+	admin := target.NewClient()
+	defer admin.Close()
+	wire := Algorithms()[slices.IndexFunc(Algorithms(), func(a Algorithm) bool { return a.Name == WireName })]
+	for _, algo := range []Algorithm{Algorithms()[0], wire} {
+		costs, err := measureScripts(ctx, target, admin, algo, KindLock)
+		require.NoError(t, err)
+		require.Len(t, costs, 1)
+		c := costs[0]
+		require.Equal(t, ScriptCost{Algorithm: algo.Name, Hold: "lock", Acquire: c.Acquire, Release: c.Release}, c)
+		for _, call := range []CallCost{c.Acquire, c.Release} {
+			require.Equal(t, 1.0, call.ScriptsPerCall, "one script per call: %+v", c)
+			require.Positive(t, *call.UsecPerScript)
+		}
+	}
+
+	mini, stop, err := Embedded()
+	require.NoError(t, err)
+	defer stop()
+	miniAdmin := mini.NewClient()
+	defer miniAdmin.Close()
+	costs, err := measureScripts(ctx, mini, miniAdmin, Algorithms()[0], KindLock)
+	require.NoError(t, err)
+	require.Nil(t, costs)
 }

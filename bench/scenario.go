@@ -34,6 +34,10 @@ type Scenario struct {
 	// Writes is an RW scenario's share of write holds (0.1 for
 	// reads:writes 9:1); every other acquisition is a read.
 	Writes float64 `json:"writes,omitempty"`
+	// Writers, when set, fixes the RW scenario's roles instead: the first
+	// Writers workers always write, the others always read, and every
+	// write's release is timed to the last read it admits (Result.LastReadP50).
+	Writers int `json:"writers,omitempty"`
 	// Permits is a semaphore scenario's size; Doubles is the share of its
 	// requests that ask for 2 permits, the others ask for 1.
 	Permits int64   `json:"permits,omitempty"`
@@ -87,14 +91,21 @@ const (
 	rwEven        = "rw-1:1"
 	semaphore     = "semaphore"
 	semHandoff    = "sem-idle-handoff"
+	rwAdmits      = "rw-write-admits-10"
 )
 
 // RWScenarios returns the read-write workloads, each running for d: 16
-// workers on one RW lock, holding 1 ms, with reads:writes 9:1 and 1:1.
+// workers on one RW lock, holding 1 ms, with reads:writes 9:1 and 1:1; and
+// a write's release admitting 10 queued reads.
 func RWScenarios(d time.Duration) []Scenario {
 	return []Scenario{
 		{Name: rwMostlyReads, Kind: KindRW, Workers: 16, Hold: time.Millisecond, Names: 1, Writes: 0.1, Duration: d},
 		{Name: rwEven, Kind: KindRW, Workers: 16, Hold: time.Millisecond, Names: 1, Writes: 0.5, Duration: d},
+		// One writer and 10 readers, holding 2 ms each: a read asked for
+		// while the write waits queues behind it (in a phase-fair lock), so
+		// each write's release finds the 10 reads queued and admits them
+		// at once.
+		{Name: rwAdmits, Kind: KindRW, Workers: 11, Writers: 1, Hold: 2 * time.Millisecond, Names: 1, Duration: d},
 	}
 }
 
@@ -128,8 +139,8 @@ func (s Scenario) validate() error {
 	switch s.Kind {
 	case KindLock:
 	case KindRW:
-		if s.Writes < 0 || s.Writes > 1 {
-			return fmt.Errorf("bench: scenario %q: writes is a share, from 0 to 1", s.Name)
+		if s.Writes < 0 || s.Writes > 1 || s.Writers < 0 || s.Writers >= s.Workers {
+			return fmt.Errorf("bench: scenario %q: writes is a share, from 0 to 1, and writers fewer than workers", s.Name)
 		}
 	case KindSemaphore:
 		if s.Permits < 2 || s.Doubles < 0 || s.Doubles > 1 {
@@ -161,15 +172,20 @@ func (s Scenario) capacity() int64 {
 	return 1
 }
 
-// request draws one acquisition from the scenario's mix with rng. A lock
-// scenario draws nothing, so its workers' name sequences stay as they were.
-func (s Scenario) request(rng *rand.Rand) request {
-	switch s.Kind {
-	case KindRW:
+// request draws worker's next acquisition from the scenario's mix with
+// rng. A lock scenario, or one with fixed writers, draws nothing, so its
+// workers' name sequences stay as they were.
+func (s Scenario) request(worker int, rng *rand.Rand) request {
+	switch {
+	case s.Kind == KindRW && s.Writers > 0:
+		if worker < s.Writers {
+			return request{weight: s.capacity(), write: true}
+		}
+	case s.Kind == KindRW:
 		if rng.Float64() < s.Writes {
 			return request{weight: s.capacity(), write: true}
 		}
-	case KindSemaphore:
+	case s.Kind == KindSemaphore:
 		if rng.Float64() < s.Doubles {
 			return request{weight: 2}
 		}
@@ -185,6 +201,10 @@ func (s Scenario) String() string {
 	}
 	switch s.Kind {
 	case KindRW:
+		if s.Writers > 0 {
+			line += fmt.Sprintf(", RW lock, %d writer(s)", s.Writers)
+			break
+		}
 		line += fmt.Sprintf(", RW lock, %.0f%% writes", 100*s.Writes)
 	case KindSemaphore:
 		line += fmt.Sprintf(", semaphore of %d, %.0f%% ask for 2", s.Permits, 100*s.Doubles)
@@ -200,6 +220,10 @@ type Target struct {
 	// Miniredis marks the embedded server: its figures show behaviour, not
 	// speed, and every output says so.
 	Miniredis bool
+	// RTT, when set, is the delay each way of the DelayProxy every client
+	// reaches the server through: a network's round trip on loopback.
+	// The proxy runs in the bench process, so CPU figures are n/a.
+	RTT time.Duration
 	// NewClient opens a new client, as another process would. Every worker
 	// gets its own; the harness closes them.
 	NewClient func() redis.UniversalClient
@@ -281,7 +305,42 @@ func (s Suite) Run(ctx context.Context) (Report, error) {
 			report.Results = append(report.Results, r)
 		}
 	}
-	return report, nil
+	return report, s.measureScripts(ctx, admin, &report)
+}
+
+// measureScripts adds to report the ScriptCost of each algorithm, for each
+// kind of the suite's scenarios it serves.
+func (s Suite) measureScripts(ctx context.Context, admin redis.UniversalClient, report *Report) error {
+	for _, algo := range s.Algorithms {
+		var kinds []Kind
+		for _, sc := range s.Scenarios {
+			if algo.serves(sc.Kind) && !slices.Contains(kinds, sc.Kind) {
+				kinds = append(kinds, sc.Kind)
+			}
+		}
+		for _, k := range kinds {
+			costs, err := measureScripts(ctx, s.Target, admin, algo, k)
+			if err != nil {
+				return fmt.Errorf("bench: %s: script cost: %w", algo.Name, err)
+			}
+			report.Scripts = append(report.Scripts, costs...)
+		}
+	}
+	return nil
+}
+
+// Runs is how many runs Run makes: each scenario with each algorithm that
+// serves its kind, in every round.
+func (s Suite) Runs() int {
+	n := 0
+	for _, sc := range s.Scenarios {
+		for _, a := range s.Algorithms {
+			if a.serves(sc.Kind) {
+				n++
+			}
+		}
+	}
+	return n * max(s.Rounds, 1)
 }
 
 // rotate returns items starting at index by, wrapping around.
@@ -293,7 +352,9 @@ func rotate[T any](items []T, by int) []T {
 	return append(slices.Clone(items[by:]), items[:by]...)
 }
 
-// progress prints one aligned line per run, whatever the counts and names.
+// progress prints one aligned line per run, whatever the counts and names:
+// within 100 columns for the standard scenarios and algorithms, rounds
+// below 10 and up to 999 runs.
 type progress struct {
 	w                        io.Writer
 	done, total, rounds      int
@@ -301,14 +362,7 @@ type progress struct {
 }
 
 func newProgress(s Suite, rounds int) *progress {
-	p := &progress{w: s.Progress, rounds: rounds}
-	for _, sc := range s.Scenarios {
-		for _, a := range s.Algorithms {
-			if a.serves(sc.Kind) {
-				p.total += rounds
-			}
-		}
-	}
+	p := &progress{w: s.Progress, rounds: rounds, total: s.Runs()}
 	p.countW = len(strconv.Itoa(p.total))
 	for _, sc := range s.Scenarios {
 		p.scenarioW = max(p.scenarioW, len(sc.Name))
@@ -324,7 +378,7 @@ func (p *progress) line(round int, r Result) {
 	if p.w == nil {
 		return
 	}
-	fmt.Fprintf(p.w, "[%*d/%d] round %*d/%d  %-*s  %-*s  %8.0f acq/s  wait p99 %7s  violations %d\n",
+	fmt.Fprintf(p.w, "[%*d/%d] r%*d/%d  %-*s  %-*s %7.0f acq/s  wait p99 %6s  %d violations\n",
 		p.countW, p.done, p.total, len(strconv.Itoa(p.rounds)), round+1, p.rounds, p.scenarioW, r.Scenario,
 		p.algoW, r.Algorithm, r.AcqPerSec, short(r.WaitP99), r.Violations)
 }

@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // Check is one performance target evaluated on the results of one run.
@@ -28,16 +28,29 @@ const (
 	stormFairness    = 0.8  // least/most served worker in the storm
 	stormFIFOShare   = 0.8  // storm acq/s at least 0.8× the FIFO limit
 	fairPeer         = 0.5  // a peer this fair must not out-run baton
-	gapPerPingTarget = 1.5  // hand-off gap p50 in PING round trips
 	uncontendedTrips = 2.0  // one round trip to Lock, one to Unlock
 	oneOffAllowance  = 1.01 // for script loads and dials amortised over the run
-	uncontendedWall  = 1.1  // wall time per Lock+Unlock against redislock's
 	uncontendedCPU   = 1.2  // CPU time per Lock+Unlock against redislock's
 	wireUncontended  = 1.2  // server µs per uncontended Lock+Unlock against wire mode's
 	wireContended    = 1.5  // server µs per contended acquisition against wire mode's
 	rwWriterWait     = 10.0 // RW 9:1: longest write wait at most a tenth of the reader-preferring lock's
 	rwReadsPerPlain  = 3.0  // RW 9:1: reads/s at least 3× the plain lock's
 )
+
+// The round-trip targets, judged at RTTJudged (RTTTargets).
+const (
+	uncontendedWall = 1.1  // wall time per Lock+Unlock against redislock's
+	idleGapPerPing  = 1.25 // idle hand-off gap p50 in PING round trips
+	lastReadPerPing = 1.5  // a write's release to the last of 10 reads holding, in PINGs
+)
+
+// RTTScenarios names the scenarios RTTTargets judges, which a run with a
+// delay runs by default.
+func RTTScenarios() []string { return []string{uncontend, idleHandoff, rwAdmits, semHandoff} }
+
+// RTTJudged is the delay each way at which the round-trip targets are
+// set: a PING of about 1 ms, a network in one data centre.
+const RTTJudged = 500 * time.Microsecond
 
 // The scenarios the targets are set on.
 const (
@@ -54,21 +67,19 @@ const redislockPrefix = "redislock"
 
 // Targets judges baton on the results of one run: against the FIFO limit of
 // its scenario, against the best peer or polling recipe of the run, or
-// alone. The targets are meant for a real Redis.
+// alone: its throughput, fairness and cost. The targets are meant for a
+// real Redis. Its latency is judged at a network's round trip
+// (RTTTargets).
 func Targets(results []Result) []Check {
 	return []Check{
 		waitTarget(results, hotKey, hotWaitRatio),
 		fairnessTarget(results, hotKey, hotFairness),
 		fifoTarget(results, hotKey, hotFIFOShare),
 		fairPeersTarget(results, hotKey),
-		gapTarget(results, hotKey, BatonName),
-		gapTarget(results, idleHandoff, BatonName),
-		gapTarget(results, semHandoff, BatonSemaphoreName),
 		fifoTarget(results, storm, stormFIFOShare),
 		fairPeersTarget(results, storm),
 		waitTarget(results, storm, stormWaitRatio),
 		fairnessTarget(results, storm, stormFairness),
-		redislockTarget(results, "wall", uncontendedWall, wallPerAcq),
 		redislockTarget(results, "CPU", uncontendedCPU, func(r Result) *time.Duration { return r.CPUPerAcq }),
 		single(results, uncontend, "one round trip per Lock and per Unlock", func(b Result) (string, string) {
 			return status(b.ClientPerAcq <= uncontendedTrips*oneOffAllowance,
@@ -184,14 +195,41 @@ func fairPeersTarget(results []Result, scenario string) Check {
 	})
 }
 
+// RTTTargets judges baton's latency on the results of a run through a
+// delay proxy of rtt each way: uncontended against redislock, and its
+// hand-offs against the PING of the same run. Without a delay (rtt 0) it
+// judges nothing, and says why: on loopback a round trip costs less than
+// the scripts and Go's scheduling, which the figures would then measure.
+func RTTTargets(results []Result, rtt time.Duration) []Check {
+	checks := []Check{
+		redislockTarget(results, "wall", uncontendedWall, wallPerAcq),
+		gapTarget(results, idleHandoff, BatonName, idleGapPerPing),
+		gapTarget(results, semHandoff, BatonSemaphoreName, idleGapPerPing),
+		singleOf(results, rwAdmits, BatonRWName, fmt.Sprintf("last of 10 reads holds ≤ %.1f× PING after Unlock", lastReadPerPing),
+			func(b Result) (string, string) {
+				if b.LastReadP50 == nil || b.LastReadPerPing == nil {
+					return status(false, "no write's release admitted all 10 reads")
+				}
+				return status(shown(*b.LastReadPerPing, 2) <= lastReadPerPing,
+					fmt.Sprintf("%s = %.2f× ping %s", short(*b.LastReadP50), *b.LastReadPerPing, short(b.PingP50)))
+			}),
+	}
+	if rtt == 0 {
+		for i := range checks {
+			checks[i].Status, checks[i].Detail = "SKIP", "no -rtt"
+		}
+	}
+	return checks
+}
+
 // gapTarget judges algo's hand-off gap p50 on scenario against the PING
 // p50 of the same run.
-func gapTarget(results []Result, scenario, algo string) Check {
-	return singleOf(results, scenario, algo, fmt.Sprintf("hand-off gap p50 ≤ %.1f× PING p50", gapPerPingTarget), func(b Result) (string, string) {
+func gapTarget(results []Result, scenario, algo string, factor float64) Check {
+	return singleOf(results, scenario, algo, fmt.Sprintf("hand-off gap p50 ≤ %.2f× PING p50", factor), func(b Result) (string, string) {
 		if b.GapPerPing == nil || b.GapP50 == nil {
 			return status(false, "no hand-off measured")
 		}
-		return status(shown(*b.GapPerPing, 2) <= gapPerPingTarget,
+		return status(shown(*b.GapPerPing, 2) <= factor,
 			fmt.Sprintf("gap %s = %.2f× ping %s", short(*b.GapP50), *b.GapPerPing, short(b.PingP50)))
 	})
 }
@@ -302,12 +340,21 @@ func status(pass bool, detail string) (string, string) {
 	return "MISS", detail
 }
 
-// WriteTargets prints the checks, one per line, each line within 120
-// columns.
+// WriteTargets prints the checks, one per line, with the details on a line
+// of their own where a line would be wider than 100 columns.
 func WriteTargets(w io.Writer, checks []Check) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	width := 0
 	for _, c := range checks {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Status, c.Target, c.Detail)
+		width = max(width, utf8.RuneCountInString(c.Target))
 	}
-	return tw.Flush()
+	for _, c := range checks {
+		line := fmt.Sprintf("  %s  %-*s  %s", c.Status, width, c.Target, c.Detail)
+		if utf8.RuneCountInString(line) > 100 {
+			line = fmt.Sprintf("  %s  %s\n        %s", c.Status, c.Target, c.Detail)
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }

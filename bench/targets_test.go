@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,26 +28,22 @@ func statuses(checks []Check) map[string]string {
 func TestTargetsOfASampleRun(t *testing.T) {
 	checks := Targets(sampleReport().Results)
 	require.Equal(t, map[string]string{
-		"hot-key: wait p99 ≤ 1/3 of the best's":                "PASS", // 9ms ≤ 40ms/3
-		"hot-key: fairness ≥ 0.9":                              "MISS", // 0.875
-		"hot-key: acq/s ≥ 0.9× the FIFO limit":                 "PASS", // 1000 ≥ 0.9/(1ms + 200µs)
-		"hot-key: acq/s ≥ every peer with fairness ≥ 0.5":      "PASS", // poll-1ms is at 0.2
-		"hot-key: hand-off gap p50 ≤ 1.5× PING p50":            "PASS", // exactly 1.5
-		"idle-handoff: hand-off gap p50 ≤ 1.5× PING p50":       "SKIP",
-		"sem-idle-handoff: hand-off gap p50 ≤ 1.5× PING p50":   "SKIP",
-		"storm: acq/s ≥ 0.8× the FIFO limit":                   "SKIP",
-		"storm: acq/s ≥ every peer with fairness ≥ 0.5":        "SKIP",
-		"storm: wait p99 ≤ 1/3 of the best's":                  "SKIP",
-		"storm: fairness ≥ 0.8":                                "SKIP",
-		"uncontended: wall per Lock+Unlock ≤ 1.1× redislock's": "PASS", // 50µs against 71.4µs
-		"uncontended: CPU per Lock+Unlock ≤ 1.2× redislock's":  "MISS", // 61.5µs against 50µs
-		"uncontended: one round trip per Lock and per Unlock":  "PASS", // 2 commands
-		"uncontended: server µs/acq ≤ 1.2× wire mode's":        "SKIP",
-		"hot-key: server µs/acq ≤ 1.5× wire mode's":            "SKIP",
-		"rw-9:1: longest write wait ≤ 1/10 of redisson-rw's":   "SKIP",
-		"rw-9:1: reads/s ≥ 3× baton-plain's":                   "SKIP",
-		"semaphore: 0 leaked after a holder's SIGKILL":         "SKIP",
-		"semaphore: wake-ups per grant ≤ 1":                    "SKIP",
+		"hot-key: wait p99 ≤ 1/3 of the best's":               "PASS", // 9ms ≤ 40ms/3
+		"hot-key: fairness ≥ 0.9":                             "MISS", // 0.875
+		"hot-key: acq/s ≥ 0.9× the FIFO limit":                "PASS", // 1000 ≥ 0.9/(1ms + 200µs)
+		"hot-key: acq/s ≥ every peer with fairness ≥ 0.5":     "PASS", // poll-1ms is at 0.2
+		"storm: acq/s ≥ 0.8× the FIFO limit":                  "SKIP",
+		"storm: acq/s ≥ every peer with fairness ≥ 0.5":       "SKIP",
+		"storm: wait p99 ≤ 1/3 of the best's":                 "SKIP",
+		"storm: fairness ≥ 0.8":                               "SKIP",
+		"uncontended: CPU per Lock+Unlock ≤ 1.2× redislock's": "MISS", // 61.5µs against 50µs
+		"uncontended: one round trip per Lock and per Unlock": "PASS", // 2 commands
+		"uncontended: server µs/acq ≤ 1.2× wire mode's":       "SKIP",
+		"hot-key: server µs/acq ≤ 1.5× wire mode's":           "SKIP",
+		"rw-9:1: longest write wait ≤ 1/10 of redisson-rw's":  "SKIP",
+		"rw-9:1: reads/s ≥ 3× baton-plain's":                  "SKIP",
+		"semaphore: 0 leaked after a holder's SIGKILL":        "SKIP",
+		"semaphore: wake-ups per grant ≤ 1":                   "SKIP",
 	}, statuses(checks))
 
 	var buf bytes.Buffer
@@ -54,7 +51,6 @@ func TestTargetsOfASampleRun(t *testing.T) {
 	for _, detail := range []string{
 		"baton 1000 = 1.20× 1/(hold 1ms + ping 200µs) = 833",
 		"none that fair; fairest: poll-1ms 0.200",
-		"baton 50µs = 0.70× redislock-1ms 71.4µs",
 		"baton 61.5µs = 1.23× redislock-1ms 50µs",
 	} {
 		require.Contains(t, buf.String(), detail)
@@ -148,7 +144,7 @@ func TestRedislockTargets(t *testing.T) {
 			"PASS", "SKIP", "1.00×", "not measured for baton"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := byTarget(Targets(tc.results))
+			got := byTarget(slices.Concat(Targets(tc.results), RTTTargets(tc.results, RTTJudged)))
 			wall, cpu := got["uncontended: wall per Lock+Unlock ≤ 1.1× redislock's"], got["uncontended: CPU per Lock+Unlock ≤ 1.2× redislock's"]
 			require.Equal(t, tc.wall, wall.Status, wall.Detail)
 			require.Contains(t, wall.Detail, tc.wallDetail)
@@ -166,14 +162,14 @@ func TestGapTargets(t *testing.T) {
 		want     string
 		detail   string
 	}{
-		{"idle hand-off at 1.5×", idleHandoff, Result{GapP50: ptr(150 * time.Microsecond), PingP50: 100 * time.Microsecond, GapPerPing: ptr(1.5)},
-			"PASS", "gap 150µs = 1.50× ping 100µs"},
-		{"idle hand-off at 2.3×", idleHandoff, Result{GapP50: ptr(230 * time.Microsecond), PingP50: 100 * time.Microsecond, GapPerPing: ptr(2.3)},
+		{"idle hand-off at 1.25×", idleHandoff, Result{GapP50: ptr(1250 * time.Microsecond), PingP50: time.Millisecond, GapPerPing: ptr(1.25)},
+			"PASS", "gap 1.25ms = 1.25× ping 1ms"},
+		{"idle hand-off at 2.3×", idleHandoff, Result{GapP50: ptr(2300 * time.Microsecond), PingP50: time.Millisecond, GapPerPing: ptr(2.3)},
 			"MISS", "2.30×"},
-		{"no hand-offs", idleHandoff, Result{PingP50: 100 * time.Microsecond}, "MISS", "no hand-off measured"},
-		{"hot key, 1.504 shows as 1.50", hotKey, Result{GapP50: ptr(time.Millisecond), PingP50: time.Millisecond, GapPerPing: ptr(1.504)}, "PASS", "1.50×"},
-		{"semaphore's idle hand-off at 1.6×", semHandoff, Result{GapP50: ptr(160 * time.Microsecond), PingP50: 100 * time.Microsecond, GapPerPing: ptr(1.6)},
-			"MISS", "gap 160µs = 1.60× ping 100µs"},
+		{"no hand-offs", idleHandoff, Result{PingP50: time.Millisecond}, "MISS", "no hand-off measured"},
+		{"1.254 shows as 1.25", idleHandoff, Result{GapP50: ptr(time.Millisecond), PingP50: time.Millisecond, GapPerPing: ptr(1.254)}, "PASS", "1.25×"},
+		{"semaphore's idle hand-off at 1.3×", semHandoff, Result{GapP50: ptr(1300 * time.Microsecond), PingP50: time.Millisecond, GapPerPing: ptr(1.3)},
+			"MISS", "gap 1.3ms = 1.30× ping 1ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.result
@@ -181,11 +177,32 @@ func TestGapTargets(t *testing.T) {
 			if tc.scenario == semHandoff {
 				r.Algorithm = BatonSemaphoreName // the semaphore's gap is baton's Semaphore's, not its lock's
 			}
-			c := byTarget(Targets([]Result{r}))[tc.scenario+": hand-off gap p50 ≤ 1.5× PING p50"]
+			name := tc.scenario + ": hand-off gap p50 ≤ 1.25× PING p50"
+			c := byTarget(RTTTargets([]Result{r}, RTTJudged))[name]
 			require.Equal(t, tc.want, c.Status, c.Detail)
 			require.Contains(t, c.Detail, tc.detail)
+			c = byTarget(RTTTargets([]Result{r}, 0))[name]
+			require.Equal(t, "SKIP", c.Status, "judged only through a delay proxy")
+			require.Equal(t, "no -rtt", c.Detail)
 		})
 	}
+}
+
+// The last of the reads a write's release admits is judged in PINGs.
+func TestLastReadTarget(t *testing.T) {
+	const name = rwAdmits + ": last of 10 reads holds ≤ 1.5× PING after Unlock"
+	judge := func(r Result) Check {
+		r.Algorithm, r.Scenario = BatonRWName, rwAdmits
+		return byTarget(RTTTargets([]Result{r}, RTTJudged))[name]
+	}
+	c := judge(Result{LastReadP50: ptr(1500 * time.Microsecond), LastReadPerPing: ptr(1.5), PingP50: time.Millisecond})
+	require.Equal(t, "PASS", c.Status, c.Detail)
+	require.Equal(t, "1.5ms = 1.50× ping 1ms", c.Detail)
+	c = judge(Result{LastReadP50: ptr(1600 * time.Microsecond), LastReadPerPing: ptr(1.6), PingP50: time.Millisecond})
+	require.Equal(t, "MISS", c.Status, c.Detail)
+	c = judge(Result{PingP50: time.Millisecond})
+	require.Equal(t, "MISS", c.Status)
+	require.Contains(t, c.Detail, "admitted all 10")
 }
 
 func TestWaitTargetPicksTheShortestTail(t *testing.T) {

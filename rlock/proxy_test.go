@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/bench/relay"
 )
 
 // proxy is a loopback TCP proxy between go-redis clients and one Redis
@@ -23,18 +24,15 @@ import (
 // forwards nothing. It reads RESP2 and RESP3 on both directions, so that it
 // knows which reply answers which command.
 type proxy struct {
-	Addr   string
-	target string
-	ln     net.Listener
+	Addr  string
+	relay *relay.Relay
 
 	hole      gate          // shut by Blackhole: nothing goes through
 	replies   gate          // shut by HoldReplies: no reply goes through
 	stop      chan struct{} // closed by Close
 	closeOnce sync.Once
-	wg        sync.WaitGroup
 
 	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
 	rule    *dropRule // armed by DropNextReply, taken by the first match
 	dropped atomic.Int64
 }
@@ -103,15 +101,12 @@ type dropRule struct {
 // test ends.
 func startProxy(t *testing.T, target string) *proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p := &proxy{stop: make(chan struct{})}
+	r, err := relay.Start(target, p.serve)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{
-		Addr: ln.Addr().String(), target: target, ln: ln,
-		stop: make(chan struct{}), conns: map[net.Conn]struct{}{},
-	}
-	p.wg.Go(p.accept)
+	p.Addr, p.relay = r.Addr, r
 	t.Cleanup(p.Close)
 	return p
 }
@@ -153,53 +148,20 @@ func (p *proxy) Restore() { p.hole.reopen() }
 func (p *proxy) Close() {
 	p.closeOnce.Do(func() {
 		close(p.stop)
-		_ = p.ln.Close()
-		p.mu.Lock()
-		for c := range p.conns {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
+		_ = p.relay.Close()
 	})
 }
 
-func (p *proxy) accept() {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = client.Close()
-			continue
-		}
-		if !p.track(client, server) {
-			return
-		}
-		q := &replyQueue{}
-		hangUp := func() { _ = client.Close(); _ = server.Close() }
-		p.wg.Go(func() { defer hangUp(); p.forwardCommands(client, server, q) })
-		p.wg.Go(func() { defer hangUp(); p.forwardReplies(server, client, q, hangUp) })
-	}
-}
-
-// track registers the connections for Close; false if closing already.
-func (p *proxy) track(conns ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.stop:
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		return false
-	default:
-	}
-	for _, c := range conns {
-		p.conns[c] = struct{}{}
-	}
-	return true
+// serve forwards commands and replies until either side ends, and then
+// ends the other.
+func (p *proxy) serve(client, server net.Conn) {
+	q := &replyQueue{}
+	hangUp := func() { _ = client.Close(); _ = server.Close() }
+	var wg sync.WaitGroup
+	wg.Go(func() { defer hangUp(); p.forwardCommands(client, server, q) })
+	defer wg.Wait()
+	defer hangUp()
+	p.forwardReplies(server, client, q, hangUp)
 }
 
 func (p *proxy) forwardCommands(client, server net.Conn, q *replyQueue) {

@@ -35,7 +35,7 @@ type childSpec struct {
 }
 
 // suiteOnly are the flags of a suite run, which an A/B refuses.
-var suiteOnly = []string{"cluster", "miniredis", "duration", "quick", "workers", "names", "hold", "think", "scenarios", "out"}
+var suiteOnly = []string{"cluster", "miniredis", "rtt", "duration", "quick", "workers", "names", "hold", "think", "scenarios", "out"}
 
 // runAB runs the uncontended loop of each library in a fresh process of
 // this program, alternating their order, and prints the figures.
@@ -68,7 +68,7 @@ func runAB(ctx context.Context, o options, set map[string]bool, stdout, stderr i
 		return err
 	}
 	defer stopServer()
-	target, err := urlTarget(name, url)
+	target, err := urlTarget(name, url, "")
 	if err != nil {
 		return err
 	}

@@ -105,9 +105,9 @@ func TestABRefusesWhatItCannotDo(t *testing.T) {
 		}
 		require.ErrorContains(t, run(ctx, tc.o, set, io.Discard, io.Discard), tc.want, "%+v", tc.o)
 	}
-	_, err := urlTarget("", "http://nowhere")
+	_, err := urlTarget("", "http://nowhere", "")
 	require.Error(t, err)
-	target, err := urlTarget("", "redis://127.0.0.1:1/2")
+	target, err := urlTarget("", "redis://127.0.0.1:1/2", "")
 	require.NoError(t, err)
 	require.Equal(t, "Redis at 127.0.0.1:1", target.Name)
 	rdb := target.NewClient().(*redis.Client)

@@ -6,11 +6,19 @@
 // With no -addr, -url or -cluster it starts a throwaway redis-server (from
 // PATH) on a free loopback port, without persistence, and stops it when it
 // ends, Ctrl-C included. Without redis-server, or with -miniredis, it runs
-// on an embedded miniredis, and every output says that those figures show
-// behaviour, not speed:
+// on an embedded miniredis, says why, and every output says that those
+// figures show behaviour, not speed; no target is judged there. It writes
+// results.json, results.csv and chart.svg to -out, by default to a new
+// folder under baton-bench-results/, and names it.
 //
-//	go run ./bench/cmd/baton-bench -out bench/results
-//	go run ./bench/cmd/baton-bench -addr 127.0.0.1:6379 -rounds 5
+// With -rtt D every client reaches the server through a delay proxy of D
+// each way, as over a network, and the round-trip targets are judged (set
+// at 500us, a PING of about 1 ms); without -scenarios it runs those
+// targets' scenarios:
+//
+//	go run ./bench/cmd/baton-bench
+//	go run ./bench/cmd/baton-bench -rtt 500us
+//	go run ./bench/cmd/baton-bench -addr 127.0.0.1:6379 -rounds 5 -out bench/results
 //
 // With -ab it runs no suite, but an A/B of the uncontended Lock+Unlock loop,
 // whole process against whole process: each library (by default baton,
@@ -35,16 +43,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/batonlock/baton/bench"
-	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // quickDuration and a single round keep a -quick run of every scenario
@@ -55,6 +61,7 @@ const quickDuration = 200 * time.Millisecond
 type options struct {
 	addr, url, cluster string
 	miniredis          bool
+	rtt                time.Duration
 	duration           time.Duration
 	rounds             int
 	quick              bool
@@ -72,6 +79,7 @@ func main() {
 	flag.StringVar(&o.url, "url", "", "run on the Redis at this redis:// or rediss:// URL")
 	flag.StringVar(&o.cluster, "cluster", "", "run on a Redis Cluster given as host:port,host:port,... (default scenario: many-keys)")
 	flag.BoolVar(&o.miniredis, "miniredis", false, "run on an embedded miniredis: behaviour, not speed")
+	flag.DurationVar(&o.rtt, "rtt", 0, "reach the server through a delay proxy of this much each way (500us: a PING of about 1 ms),\nas over a network; judges the round-trip targets, on their scenarios by default")
 	flag.DurationVar(&o.duration, "duration", bench.DefaultDuration, "how long each algorithm runs each scenario in each round")
 	flag.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "run every algorithm this many times, in rotated order, and report the median")
 	flag.BoolVar(&o.quick, "quick", false, "one short round ("+quickDuration.String()+" a run), for a smoke test")
@@ -81,7 +89,7 @@ func main() {
 	flag.DurationVar(&o.think, "think", 0, "override every scenario's think time between release and next Lock")
 	flag.StringVar(&o.algos, "algos", "", "comma list of algorithms (default all: "+strings.Join(names(bench.AllAlgorithms(), func(a bench.Algorithm) string { return a.Name }), ",")+")")
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma list of scenarios (default all: "+strings.Join(names(bench.AllScenarios(0), func(s bench.Scenario) string { return s.Name }), ",")+")")
-	flag.StringVar(&o.out, "out", "", "write results.json, results.csv and chart.svg into this directory")
+	flag.StringVar(&o.out, "out", "", "write results.json, results.csv and chart.svg into this directory\n(default "+resultsDir+"/<UTC date and time>)")
 	flag.BoolVar(&o.ab, "ab", false, "instead of the suite, A/B the uncontended Lock+Unlock loop, each library in a fresh process per round\n(default -algos "+abAlgos+", -rounds "+strconv.Itoa(abRounds)+"; with -addr, -url or a throwaway redis-server)")
 	flag.IntVar(&o.pairs, "pairs", abPairs, "with -ab: Lock+Unlock pairs per library per round")
 	flag.Parse()
@@ -126,8 +134,16 @@ func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.
 		return err
 	}
 	defer closeTarget()
-	fmt.Fprintf(stderr, "baton-bench on %s: %d algorithms × %d scenarios × %d round(s)\n", target.Name, len(algos), len(scenarios), rounds)
+	if target.Miniredis {
+		fmt.Fprintln(stderr, miniredisReason(o))
+	}
 	suite := bench.Suite{Target: target, Algorithms: algos, Scenarios: scenarios, Rounds: rounds, Progress: stderr}
+	on := target.Name
+	if target.RTT > 0 {
+		on += ", through a delay proxy of " + target.RTT.String() + " each way"
+	}
+	fmt.Fprintf(stderr, "baton-bench on %s\n%d runs: %d scenario(s), each with the algorithms of its kind, × %d round(s)\n",
+		on, suite.Runs(), len(scenarios), rounds)
 	rep, err := suite.Run(ctx)
 	if err != nil {
 		return err
@@ -139,18 +155,41 @@ func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.
 	if err := bench.WriteTable(stdout, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\ntargets (set for a real Redis), on figures of this run:\n")
-	if err := bench.WriteTargets(stdout, bench.Targets(rep.Results)); err != nil {
+	if err := bench.WriteJudged(stdout, rep); err != nil {
 		return err
 	}
-	if o.out == "" {
-		return nil
+	return writeFiles(o, rep, stdout)
+}
+
+// resultsDir is where a run writes its files when -out is not given, in a
+// folder of its own named by its start (.gitignore keeps it out of git).
+const resultsDir = "baton-bench-results"
+
+// writeFiles writes the run's JSON, CSV and chart to -out, or to a new
+// folder under resultsDir, and says where and how to open the chart.
+func writeFiles(o options, rep bench.Report, stdout io.Writer) error {
+	dir := o.out
+	if dir == "" {
+		dir = filepath.Join(resultsDir, rep.Meta.Date.Format("2006-01-02T15-04-05Z"))
 	}
-	if err := bench.WriteFiles(o.out, rep); err != nil {
+	if err := bench.WriteFiles(dir, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "wrote results.json, results.csv and chart.svg to %s\n", o.out)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwrote results.json, results.csv and chart.svg to\n  %s\n", dir)
+	fmt.Fprintf(stdout, "open the chart in a web browser:\n  file://%s\n", filepath.ToSlash(filepath.Join(abs, "chart.svg")))
 	return nil
+}
+
+// miniredisReason says in one line why the run is on miniredis.
+func miniredisReason(o options) string {
+	if o.miniredis {
+		return "on miniredis, as -miniredis asks: figures of behaviour, not speed"
+	}
+	return "no redis-server on PATH, so on an embedded miniredis: install redis-server for speed figures"
 }
 
 // roundCount is -rounds, or 1 for -quick unless -rounds was given.
@@ -171,70 +210,6 @@ func gitCommit(ctx context.Context) string {
 	return strings.TrimSpace(string(out))
 }
 
-// connect returns the target the flags name, and how to let it go.
-func connect(o options) (bench.Target, func(), error) {
-	given := 0
-	for _, s := range []string{o.addr, o.url, o.cluster} {
-		if s != "" {
-			given++
-		}
-	}
-	switch {
-	case given > 1 || (given > 0 && o.miniredis):
-		return bench.Target{}, nil, errors.New("give at most one of -addr, -url, -cluster and -miniredis")
-	case o.cluster != "":
-		addrs := strings.Split(o.cluster, ",")
-		return bench.Target{Name: "Redis Cluster " + o.cluster, NewClient: func() redis.UniversalClient {
-			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-		}}, func() {}, nil
-	case o.url != "":
-		t, err := urlTarget("", o.url)
-		return t, func() {}, err
-	case o.addr != "":
-		return addrTarget("Redis at "+o.addr, o.addr), func() {}, nil
-	}
-	if _, err := redisproc.LookPath(); err == nil && !o.miniredis {
-		srv, err := redisproc.Start(redisproc.Config{})
-		if err != nil {
-			return bench.Target{}, nil, err
-		}
-		t := addrTarget("throwaway redis-server on "+srv.Addr, srv.Addr)
-		t.Reset = func(ctx context.Context) error { return flushAll(ctx, srv.Addr) }
-		return t, srv.Stop, nil
-	}
-	return bench.Embedded()
-}
-
-// urlTarget is the server at a redis:// or rediss:// URL, named name, or
-// by its address when name is empty.
-func urlTarget(name, url string) (bench.Target, error) {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return bench.Target{}, err
-	}
-	if name == "" {
-		name = "Redis at " + opts.Addr
-	}
-	return bench.Target{Name: name, URL: url, NewClient: func() redis.UniversalClient {
-		c := *opts
-		return redis.NewClient(&c)
-	}}, nil
-}
-
-func addrTarget(name, addr string) bench.Target {
-	return bench.Target{Name: name, URL: "redis://" + addr, NewClient: func() redis.UniversalClient {
-		return redis.NewClient(&redis.Options{Addr: addr})
-	}}
-}
-
-// flushAll empties the server the command started, so that no run pays
-// for the keys of the runs before it.
-func flushAll(ctx context.Context, addr string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	return rdb.FlushAll(ctx).Err()
-}
-
 // selectAlgorithms picks from all the algorithms in the list's order, or
 // takes all when the list is empty.
 func selectAlgorithms(all []bench.Algorithm, list string) ([]bench.Algorithm, error) {
@@ -249,8 +224,12 @@ func selectScenarios(o options, set map[string]bool) ([]bench.Scenario, error) {
 		d = quickDuration
 	}
 	list := o.scenarios
-	if list == "" && o.cluster != "" {
+	switch {
+	case list != "":
+	case o.cluster != "":
 		list = "many-keys" // the scenario that spreads over the slots
+	case o.rtt > 0:
+		list = strings.Join(bench.RTTScenarios(), ",") // those the round-trip targets judge
 	}
 	scenarios, err := pick(bench.AllScenarios(d), list, func(s bench.Scenario) string { return s.Name })
 	for i := range scenarios {

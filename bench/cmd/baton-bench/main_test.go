@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -155,16 +156,83 @@ func TestInterruptedRunLeavesNoServer(t *testing.T) {
 func TestMiniredisRunsAreLabelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	check := func(o options) {
+	t.Chdir(t.TempDir()) // the default folder for the files
+	check := func(o options, why string) {
 		var stdout, stderr bytes.Buffer
-		require.NoError(t, run(ctx, quickRun(o), map[string]bool{}, &stdout, &stderr))
+		o = quickRun(o)
+		o.algos, o.scenarios = "poll-1ms,baton-semaphore", "hot-key,sem-idle-handoff"
+		require.NoError(t, run(ctx, o, map[string]bool{}, &stdout, &stderr))
 		require.Contains(t, stdout.String(), bench.MiniredisCaveat)
-		require.Contains(t, stderr.String(), "embedded miniredis")
+		require.Contains(t, stderr.String(), why)
+		require.Contains(t, stderr.String(), "\n2 runs: 2 scenario(s)", "the header counts what the counter counts")
+		require.Contains(t, stderr.String(), "[2/2]")
+		require.Contains(t, stdout.String(), "targets: not judged, they are set for a real Redis")
+		require.NotContains(t, stdout.String(), "MISS")
+		_, semaphores, _ := strings.Cut(stdout.String(), "\nsemaphores\n")
+		require.Regexp(t, `^ +scenario +algorithm +leaked +wakes/grant *\n +sem-idle-handoff +baton-semaphore +- +- *\n`, semaphores,
+			"the semaphores table has baton's row, all n/a on miniredis")
+		fitIn100Columns(t, stdout.String()+stderr.String())
 	}
-	check(options{miniredis: true})
+	check(options{miniredis: true}, "on miniredis, as -miniredis asks")
 	t.Setenv("PATH", t.TempDir()) // no redis-server: the fallback
-	check(options{})
-	_, _, err := connect(options{miniredis: true, addr: "127.0.0.1:1"})
+	check(options{}, "no redis-server on PATH, so on an embedded miniredis")
+	charts, err := filepath.Glob(filepath.Join(resultsDir, "*", "chart.svg"))
+	require.NoError(t, err)
+	require.NotEmpty(t, charts, "written by default, to a folder of the run's own")
+
+	_, _, err = connect(options{miniredis: true, addr: "127.0.0.1:1"})
 	require.ErrorContains(t, err, "at most one")
 	require.ErrorContains(t, run(ctx, options{rounds: 0}, map[string]bool{}, io.Discard, io.Discard), "-rounds")
+}
+
+// fitIn100Columns checks that every line of out but a lone path fits.
+func fitIn100Columns(t *testing.T, out string) {
+	t.Helper()
+	for line := range strings.Lines(out) {
+		if !strings.Contains(strings.TrimSpace(line), " ") {
+			continue // a path, as long as the folder's
+		}
+		require.LessOrEqual(t, utf8.RuneCountInString(strings.TrimRight(line, "\n")), 100, "%q", line)
+	}
+}
+
+// With -rtt every client of the run, the pinger's included, reaches the
+// server through the delay proxy, the round-trip targets are judged, and
+// the JSON has the delay and the scripts' server time.
+func TestRTTRunGoesThroughTheDelayProxy(t *testing.T) {
+	redistest.Binary(t) // run starts a server of its own
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const rtt = 2 * time.Millisecond
+	o := quickRun(options{rtt: rtt, out: t.TempDir()})
+	o.algos, o.scenarios = "baton,redislock-1ms", ""
+	scenarios, err := selectScenarios(o, map[string]bool{})
+	require.NoError(t, err)
+	require.Equal(t, bench.RTTScenarios(), names(scenarios, func(s bench.Scenario) string { return s.Name }), "-rtt's default")
+	o.scenarios = "uncontended"
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(ctx, o, map[string]bool{}, &stdout, &stderr))
+	require.Contains(t, stdout.String(), "through a delay proxy of 2ms each way")
+	require.Contains(t, stdout.String(), "uncontended: wall per Lock+Unlock ≤ 1.1× redislock's")
+	require.NotContains(t, stdout.String(), "latency has no target on loopback")
+	fitIn100Columns(t, stdout.String()+stderr.String())
+
+	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, rtt, rep.Meta.RTT)
+	for _, r := range rep.Results {
+		require.GreaterOrEqual(t, r.PingP50, 2*rtt, "the pinger goes through the proxy: %s", r.Algorithm)
+		require.GreaterOrEqual(t, time.Duration(float64(time.Second)/r.AcqPerSec), 4*rtt, "Lock and Unlock do: %s", r.Algorithm)
+		require.Nil(t, r.CPUPerAcq, "the proxy's CPU is the process's")
+	}
+	require.Len(t, rep.Scripts, 2, "baton's and redislock's lock")
+	require.Equal(t, "baton", rep.Scripts[0].Algorithm)
+	require.NotNil(t, rep.Scripts[0].Acquire.UsecPerScript)
+
+	for _, bad := range []options{{rtt: -time.Millisecond}, {rtt: rtt, miniredis: true}, {rtt: rtt, cluster: "127.0.0.1:1"}} {
+		_, _, err := connect(bad)
+		require.ErrorContains(t, err, "-rtt", "%+v", bad)
+	}
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/bench"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
+)
+
+// connect returns the target the flags name, through a delay proxy with
+// -rtt, and how to let it go.
+func connect(o options) (bench.Target, func(), error) {
+	given := 0
+	for _, s := range []string{o.addr, o.url, o.cluster} {
+		if s != "" {
+			given++
+		}
+	}
+	switch {
+	case given > 1 || (given > 0 && o.miniredis):
+		return bench.Target{}, nil, errors.New("give at most one of -addr, -url, -cluster and -miniredis")
+	case o.rtt < 0:
+		return bench.Target{}, nil, errors.New("-rtt must not be negative")
+	case o.rtt > 0 && (o.cluster != "" || o.miniredis):
+		return bench.Target{}, nil, errors.New("-rtt needs one server (-addr, -url or the throwaway redis-server)")
+	case o.cluster != "":
+		addrs := strings.Split(o.cluster, ",")
+		return bench.Target{Name: "Redis Cluster " + o.cluster, NewClient: func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		}}, func() {}, nil
+	case o.url != "":
+		return delayed(o.rtt, func(via string) (bench.Target, error) { return urlTarget("", o.url, via) })
+	case o.addr != "":
+		return delayed(o.rtt, func(via string) (bench.Target, error) {
+			return addrTarget("Redis at "+o.addr, o.addr, via), nil
+		})
+	}
+	if _, err := redisproc.LookPath(); err != nil || o.miniredis {
+		if o.rtt > 0 {
+			return bench.Target{}, nil, errors.New("-rtt needs a redis-server: none on PATH")
+		}
+		return bench.Embedded()
+	}
+	srv, err := redisproc.Start(redisproc.Config{})
+	if err != nil {
+		return bench.Target{}, nil, err
+	}
+	t, stop, err := delayed(o.rtt, func(via string) (bench.Target, error) {
+		t := addrTarget("throwaway redis-server on "+srv.Addr, srv.Addr, via)
+		t.Reset = func(ctx context.Context) error { return flushAll(ctx, srv.Addr) }
+		return t, nil
+	})
+	if err != nil {
+		srv.Stop()
+		return t, nil, err
+	}
+	return t, func() { stop(); srv.Stop() }, nil
+}
+
+// delayed makes the target of target(via), where via is the address its
+// clients dial instead of the server's: a delay proxy's of rtt each way,
+// or "" (the server's own) when rtt is 0. Its stop closes the proxy.
+func delayed(rtt time.Duration, target func(via string) (bench.Target, error)) (bench.Target, func(), error) {
+	if rtt == 0 {
+		t, err := target("")
+		return t, func() {}, err
+	}
+	t, err := target("") // the server's own address, for the proxy
+	if err != nil {
+		return t, nil, err
+	}
+	p, err := bench.StartDelayProxy(serverAddr(t), rtt)
+	if err != nil {
+		return t, nil, err
+	}
+	if t, err = target(p.Addr); err != nil {
+		_ = p.Close()
+		return t, nil, err
+	}
+	t.RTT = rtt
+	return t, func() { _ = p.Close() }, nil
+}
+
+// serverAddr is the address t's clients dial.
+func serverAddr(t bench.Target) string {
+	rdb := t.NewClient()
+	defer rdb.Close()
+	return rdb.(*redis.Client).Options().Addr
+}
+
+// urlTarget is the server at a redis:// or rediss:// URL, named name, or
+// by its address when name is empty; its clients dial via instead, when
+// set (a TLS client still checks the server's own name), and the leak
+// measure's process the server itself, whose timing does not matter.
+func urlTarget(name, url, via string) (bench.Target, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return bench.Target{}, err
+	}
+	if name == "" {
+		name = "Redis at " + opts.Addr
+	}
+	if via != "" {
+		opts.Addr = via
+	}
+	return bench.Target{Name: name, URL: url, NewClient: func() redis.UniversalClient {
+		c := *opts
+		return redis.NewClient(&c)
+	}}, nil
+}
+
+// addrTarget is the server at addr, named name; its clients dial via
+// instead, when set.
+func addrTarget(name, addr, via string) bench.Target {
+	if via != "" {
+		addr = via
+	}
+	return bench.Target{Name: name, URL: "redis://" + addr, NewClient: func() redis.UniversalClient {
+		return redis.NewClient(&redis.Options{Addr: addr})
+	}}
+}
+
+// flushAll empties the server the command started, so that no run pays
+// for the keys of the runs before it.
+func flushAll(ctx context.Context, addr string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	return rdb.FlushAll(ctx).Err()
+}
