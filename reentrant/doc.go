@@ -171,8 +171,11 @@
 // entry is dropped, what it would have taken freed, and the grant goes on.
 //
 // Tokens: a write or permits take the next token, as a lock's hold does; a
-// read takes the token of the last write grant (0 before any), so a batch
-// of reads shares it. A read by an owner holding the write is granted at
+// read takes the counter's value, the token of the last write grant, so a
+// batch of reads shares it. With no counter (none yet, or lost with a
+// server's data, or expired) a read takes the next token as a write does,
+// and stores it, so no read is below a token handed out before it, and a
+// write after it is above it. A read by an owner holding the write is granted at
 // once, past the queue and the size, with the write's token: the read
 // stays after the write's release (a downgrade), and no write comes
 // between. A read re-enters a read, and a write a write; permits are not
