@@ -126,7 +126,7 @@ local function admit(plan, g)
   if g.fresh and not h then
     -- The counter keeps the last token granted; a token issued to a
     -- waiter found dead was never heard of, and is not kept.
-    plan.written, plan.last = g.t, g.t
+    plan.written, plan.writtenMs, plan.last = g.t, g.l, g.t
   end
   plan.grants[#plan.grants + 1] = g
   if g.id == plan.self then
@@ -303,7 +303,7 @@ local function commitGrants(r, plan, now)
   end
   redis.call('zadd', r.leases, 'gt', unpack(leases))
   if plan.written then
-    redis.call('set', r.fence, formatToken(plan.written))
+    setFence(r.fence, plan.written, plan.writtenMs)
   end
   return holds
 end
