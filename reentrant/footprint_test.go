@@ -120,3 +120,44 @@ func leaveQueued(t *testing.T, ctx context.Context, rdb *redis.Client) {
 	require.NoError(t, err)
 	require.False(t, g.Acquired)
 }
+
+// The counter names the hold's token, so it must outlive the hold however
+// long a renewal or a re-entry extends it: each hold here is taken with a
+// short lease, extended at once to a long one, and used again once the
+// counter would have expired by the short lease.
+func TestCounterOutlivesExtendedHold(t *testing.T) {
+	ctx, rdb, _ := setup(t, "outlive")
+	const short, long = 300 * time.Millisecond, 5 * time.Second
+	extend := map[string]func(l Keys, token uint64) error{
+		"renewal": func(l Keys, token uint64) error {
+			_, err := l.Renew(ctx, rdb, "o", token, long)
+			return err
+		},
+		"re-entry": func(l Keys, token uint64) error {
+			_, err := l.Acquire(ctx, rdb, "o", "again", long, token, Waiter{})
+			return err
+		},
+	}
+	tokens := map[string]uint64{}
+	for name, ext := range extend {
+		l, err := footprintNS.Keys(name)
+		require.NoError(t, err)
+		r, err := l.AcquireNew(ctx, rdb, "o", short, Waiter{})
+		require.NoError(t, err)
+		require.NoError(t, ext(l, r.Token))
+		tokens[name] = r.Token
+	}
+	time.Sleep(2*short + 200*time.Millisecond)
+	l, err := footprintNS.Keys("renewal")
+	require.NoError(t, err)
+	renewed, err := l.Renew(ctx, rdb, "o", tokens["renewal"], long)
+	require.NoError(t, err)
+	require.True(t, renewed, "the hold is renewed under its token")
+	l, err = footprintNS.Keys("re-entry")
+	require.NoError(t, err)
+	for i, want := range []ReleaseStatus{StillHeld, Released} {
+		rel, err := l.Release(ctx, rdb, "o", tokens["re-entry"], fmt.Sprint("rel-", i))
+		require.NoError(t, err)
+		require.Equal(t, want, rel.Status, "released under the token")
+	}
+}

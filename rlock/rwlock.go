@@ -154,7 +154,8 @@ type RWState struct {
 	// ("r:<owner>", "w:<owner>").
 	TTL map[string]time.Duration
 	// LastToken is the last token granted: a write's, or a read's where
-	// there was none (see RLock).
+	// there was none (see RLock); 0 once Redis has let the counter expire,
+	// two leases past the token's time.
 	LastToken uint64
 	// Queued is the number of waiters in the queue, dead ones included.
 	Queued int64
