@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -26,22 +27,16 @@ func TestNothingLeftAfterExpiry(t *testing.T) {
 	ctx, rdb, _ := setup(t, "footprint")
 	const names, workers = 10000, 8
 	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	errs := make([]error, workers) // each worker's first error
 	for w := range workers {
 		wg.Go(func() {
-			for i := w; i < names; i += workers {
-				if err := holdEach(ctx, rdb, fmt.Sprint("n", i)); err != nil {
-					errs <- err
-					return
-				}
+			for i := w; i < names && errs[w] == nil; i += workers {
+				errs[w] = holdEach(ctx, rdb, fmt.Sprint("n", i))
 			}
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	require.NoError(t, errors.Join(errs...))
 	leaveQueued(t, ctx, rdb)
 	time.Sleep(2*footprintLease + 10*time.Millisecond)
 
