@@ -16,8 +16,8 @@
 // groups the holds by slot):
 //
 //	<prefix>{N}                the lock hash
-//	<prefix>{N}:fence          the fencing-token counter (never expires)
-//	<prefix>{N}:queue          the waiters, oldest first, one record each
+//	<prefix>{N}:fence          the fencing-token counter (expires; see Footprint)
+//	<prefix>{N}:queue          the waiters, oldest first, one record each (expires)
 //	<prefix>{N}:granted        a shared owner's last grant, for a waiter that missed it
 //	<prefix>{N}:alive:<client> a client's liveness key, where the receiver count cannot judge
 //	<prefix>{N}:req:<id>       a request's remembered result (expires)
@@ -33,7 +33,37 @@
 // The token rises on every new hold, taken or granted, and is kept on
 // re-entry. It is the larger of the counter's next value and the server
 // clock in microseconds, so it rises across a lost counter too (a restart
-// without data, a failover that lost the last increments).
+// without data, a failover that lost the last increments, an expired
+// counter): a token is at least the clock at its issue, and a token issued
+// after the counter is gone is at least the clock then. The counter keeps
+// tokens rising where the clock alone would not (within one microsecond,
+// after a step backwards); tokens issued faster than the clock advances
+// put it ahead of the clock, for as long as the clock takes to catch up.
+//
+// # Footprint
+//
+// No key baton writes lives forever. Each expires when nothing depends on
+// it any more: a lock's hash and a resource's holds with their leases, a
+// queue a waiter's lease after the last look of any of its waiters (a
+// waiter looks at least every third of its lease), request keys after
+// RequestTTL, liveness keys after AliveTTL. The one exception is a
+// semaphore's size (see Multi-holder resources).
+//
+// The fencing counter holding token t of a hold of lease L expires at t's
+// time plus 2L (in server ms, PXAT; fenceUntil in lua/token.lua). Every
+// script that extends a plain lock's hold (a re-entry, a confirmation, a
+// renewal) raises it to 2L from then and never lowers it, so the counter
+// outlives the hold, whose token it names. Tokens stay monotonic once it
+// is gone: it is deleted only once the server clock has passed t's time
+// plus 2L, and the next token is at least the clock, so above t. This
+// holds however far the counter ran ahead of the clock, since the expiry
+// is t's own time, not the time of its write. It rests on one assumption
+// about the clock of the server holding the data (a master's, or, after a
+// failover, its replica's): it never steps backwards by more than 2L, less
+// the time since the counter expired; a larger step after the counter is
+// gone lets the next token fall below t. The clock floor across a restart
+// without data, or a failover that lost the last writes, rests on the same
+// clock, as before: the server's clock must have passed the lost tokens.
 //
 // A lease is applied in whole milliseconds, rounded up. Re-entry and
 // renewal never shorten it: the holds of one owner were promised at least
@@ -146,8 +176,8 @@
 //	<prefix>{N}:K              the holds: field "<mode>:<owner>" per hold, and
 //	                           'used', the sum of their weights
 //	<prefix>{N}:K:leases       each hold's lease deadline, in server ms
-//	<prefix>{N}:K:queue        the waiters, oldest first (Waiter.sharedRecord)
-//	<prefix>{N}:K:fence        the fencing-token counter (never expires)
+//	<prefix>{N}:K:queue        the waiters, oldest first (Waiter.sharedRecord; expires)
+//	<prefix>{N}:K:fence        the fencing-token counter (expires; see Footprint)
 //	<prefix>{N}:sem:size       a semaphore's size (never expires)
 //	<prefix>{N}:K:req:<id>     a request's remembered result (expires)
 //	<prefix>{N}:K:alive:<client> a client's liveness key
@@ -156,7 +186,10 @@
 // server clock: every script that reads the holds first drops those whose
 // deadline has passed, and the hash and the deadlines expire with the last
 // of them, so an abandoned resource goes by itself, and nothing but the
-// counter and a semaphore's size is left once the last hold is released.
+// counter, until it expires, and a semaphore's size is left once the last
+// hold is released. The size is what SetMax set for every client; it does
+// not expire, since a size that expired while permits are held would let
+// the next call store its handle's own size, which may be larger.
 //
 // The queue is strictly first in, first out: nobody takes past a waiter,
 // and a grant admits the run of consecutive heads that fit, stopping at
@@ -170,12 +203,19 @@
 // only by its messages and by a read of the queue per factor of four. A dead waiter's
 // entry is dropped, what it would have taken freed, and the grant goes on.
 //
-// Tokens: a write or permits take the next token, as a lock's hold does; a
-// read takes the token of the last write grant (0 before any), so a batch
-// of reads shares it. A read by an owner holding the write is granted at
-// once, past the queue and the size, with the write's token: the read
-// stays after the write's release (a downgrade), and no write comes
-// between. A read re-enters a read, and a write a write; permits are not
+// Tokens: a write or permits take the next token, as a lock's hold does,
+// so each rises strictly. A read takes the counter's value, the token of
+// the last write grant, so reads side by side share it. With no counter
+// (none yet, or lost with a server's data, or expired; see Footprint) a
+// read takes the next token as a write does, and stores it: so no read is
+// below a token handed out before it, the reads after it share it, and a
+// write after them is above it. A read's floor is the counter, not the
+// clock: a failover that lost the last writes but kept an older counter
+// gives reads that older value, below the lost writes' tokens, while
+// writes and permits still rise above them. A read by an owner holding the
+// write is granted at once, past the queue and the size, with the write's
+// token: the read stays after the write's release (a downgrade), and no
+// write comes between. A read re-enters a read, and a write a write; permits are not
 // re-entered. A hold names each waiter a message granted a count of it
 // (several, where waiters of one owner are granted together), until that
 // waiter's look claims its count or its leave gives it back: so a leave

@@ -253,15 +253,17 @@ type request struct {
 
 // model is the lock as the scripts' comments describe it: one owner at a
 // time with a hold count, a lease that re-entry never shortens, a fencing
-// counter that rises on every 0→1 acquisition, and request results
-// remembered for modelRequestTTL.
+// counter that rises on every 0→1 acquisition and expires two leases past
+// its token's time (the server clock stands at the epoch), and request
+// results remembered for modelRequestTTL.
 type model struct {
-	owner string // "" when free
-	count int64
-	ttl   time.Duration
-	fence uint64
-	now   time.Duration
-	reqs  map[string]modelReq
+	owner    string // "" when free
+	count    int64
+	ttl      time.Duration
+	fence    uint64        // 0 when the counter is gone
+	fenceTTL time.Duration // 0 when the counter never expires
+	now      time.Duration
+	reqs     map[string]modelReq
 }
 
 type modelReq struct {
@@ -271,6 +273,7 @@ type modelReq struct {
 
 func (m *model) take(owner string, lease time.Duration) AcquireResult {
 	m.fence++
+	m.fenceTTL = time.Duration(m.fence/1000)*time.Millisecond + 2*lease
 	m.owner, m.count, m.ttl = owner, 1, lease
 	return AcquireResult{Acquired: true, HoldCount: 1, Token: m.fence}
 }
@@ -287,7 +290,7 @@ func (m *model) acquire(owner, id string, lease time.Duration) AcquireResult {
 			return AcquireResult{Acquired: true, HoldCount: r.count, Token: uint64(r.token), Reported: true}
 		}
 		m.count++
-		m.ttl = max(m.ttl, lease)
+		m.extend(lease)
 		m.remember(id, m.count, m.fence)
 		return AcquireResult{Acquired: true, HoldCount: m.count, Token: m.fence}
 	case m.owner != "":
@@ -336,8 +339,19 @@ func (m *model) renew(owner string, lease time.Duration) bool {
 	if m.owner != owner {
 		return false
 	}
-	m.ttl = max(m.ttl, lease) // renewal never shortens
+	m.extend(lease)
 	return true
+}
+
+// extend gives the hold lease from now unless it has more: a lease is
+// never shortened, and the counter is kept two leases from now.
+func (m *model) extend(lease time.Duration) {
+	if m.ttl < lease {
+		m.ttl = lease
+		if m.fenceTTL > 0 {
+			m.fenceTTL = max(m.fenceTTL, 2*lease)
+		}
+	}
 }
 
 // force returns the token of the hold it deleted, 0 when none.
@@ -351,6 +365,11 @@ func (m *model) force() uint64 {
 
 func (m *model) advance(d time.Duration) {
 	m.now += d
+	if m.fenceTTL > 0 {
+		if m.fenceTTL -= d; m.fenceTTL <= 0 {
+			m.fence, m.fenceTTL = 0, 0
+		}
+	}
 	if m.owner != "" {
 		if m.ttl -= d; m.ttl <= 0 {
 			m.owner = ""

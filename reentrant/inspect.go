@@ -18,7 +18,8 @@ type State struct {
 	Holders map[string]int64
 	// TTL is the remaining lease; negative when the lock is free.
 	TTL time.Duration
-	// LastToken is the last fencing token handed out for this lock.
+	// LastToken is the last fencing token handed out for this lock; 0 once
+	// the counter has expired (see the package doc's Footprint).
 	LastToken uint64
 }
 

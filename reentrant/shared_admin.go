@@ -82,7 +82,8 @@ type SharedState struct {
 	// for a read-write lock, whose size is WriteWeight).
 	Size int64
 	// LastToken is the fencing-token counter: the last write or permits
-	// grant's token.
+	// grant's token, or a read's that found none; 0 once it has expired
+	// (see the package doc's Footprint).
 	LastToken uint64
 	// Queued is the length of the queue, dead entries included.
 	Queued int64

@@ -2,6 +2,7 @@ package reentrant
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -148,17 +149,19 @@ func TestRWReadInsideWriteDowngrades(t *testing.T) {
 }
 
 // Tokens: a write's is above every earlier grant's; a read's is the last
-// write's (0 before any), shared by a batch of reads.
+// write's, shared by a batch of reads, or, before any, the next one, as a
+// write would take.
 func TestRWTokens(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "tokens", 0)
 	read, write := rw(t, k)
 	r0, err := read.AcquireNew(ctx, rdb, "R0", testLease, Waiter{})
 	require.NoError(t, err)
-	require.Zero(t, r0.Token, "no write yet")
-	_, err = read.Release(ctx, rdb, "R0", 0, "rel-r0")
+	require.InDelta(t, time.Now().UnixMicro(), r0.Token, float64(time.Minute.Microseconds()),
+		"no write yet: the clock's token")
+	_, err = read.Release(ctx, rdb, "R0", r0.Token, "rel-r0")
 	require.NoError(t, err)
 
-	var last uint64
+	last := r0.Token
 	for i := range 3 {
 		w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
 		require.NoError(t, err)

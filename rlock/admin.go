@@ -44,7 +44,8 @@ type State struct {
 	Holders map[string]int64
 	// TTL is the remaining lease; negative when the lock is free.
 	TTL time.Duration
-	// LastToken is the last fencing token handed out for this lock.
+	// LastToken is the last fencing token handed out for this lock; 0 once
+	// Redis has let the counter expire, two leases past the token's time.
 	LastToken uint64
 }
 

@@ -131,7 +131,12 @@ func (l *Lock) Name() string { return l.hold.res.name() }
 
 // Token is the fencing token of this hold: it rises with every new holder of
 // the lock and stays the same on re-entry. Pass it to the storage you protect
-// and have it reject tokens lower than the highest it has seen.
+// and have it reject tokens lower than the highest it has seen. No token is
+// below one handed out before it on the same name, across restarts of Redis
+// without data and the expiry of its counter too: tokens follow the server
+// clock, in µs (package reentrant's doc, Footprint, states the one
+// assumption about clock steps). A lock's hold, a write and permits have
+// each a token above every earlier one; reads side by side share one.
 //
 // With WithRedissonWire it is always 0: Redisson's RLock has no fencing
 // token, so wire mode gives none, and a storage that fences must not

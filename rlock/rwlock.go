@@ -60,7 +60,9 @@ func (c *Client) RWLock(name string) *RWLock {
 // RLock takes a read hold, waiting as Client.Lock does (WaitAtMost
 // bounds the wait) while a write holds or is queued before it. Its options
 // and errors are Lock's. Its Token is the token of the last write grant
-// before it (0 if none ever).
+// before it, which the reads after it share; where Redis has none (never,
+// or lost, or expired), a new token, above every token before it, as a
+// write would take.
 func (rw *RWLock) RLock(ctx context.Context, opts ...LockOption) (*Lock, error) {
 	return rw.c.observed(rw.obtain(ctx, rw.read, opts, true))
 }
@@ -153,7 +155,9 @@ type RWState struct {
 	// TTL is how long each hold's lease has left, by its owner and mode
 	// ("r:<owner>", "w:<owner>").
 	TTL map[string]time.Duration
-	// LastToken is the last write grant's token.
+	// LastToken is the last token granted: a write's, or a read's where
+	// there was none (see RLock); 0 once Redis has let the counter expire,
+	// two leases past the token's time.
 	LastToken uint64
 	// Queued is the number of waiters in the queue, dead ones included.
 	Queued int64

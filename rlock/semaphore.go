@@ -164,7 +164,8 @@ type SemaphoreState struct {
 	Held int64
 	// Holders maps the owner of each hold of permits to it.
 	Holders map[string]PermitState
-	// LastToken is the last grant's token.
+	// LastToken is the last grant's token; 0 once Redis has let the
+	// counter expire, two leases past the token's time.
 	LastToken uint64
 	// Queued is the number of waiters in the queue, dead ones included.
 	Queued int64

@@ -50,6 +50,7 @@ if count then
   if newOwner or waiter ~= '' and redis.call('get', granted) == waiter .. ' ' .. (held or '') then
     if waiter ~= '' and pttl < tonumber(leaseMs) then
       redis.call('pexpire', hash, leaseMs)
+      keepFence(fence, leaseMs)
     end
     return {1, tonumber(count), tonumber(held or 0), 1}
   end
@@ -72,6 +73,7 @@ if count then
   -- Re-entry never shortens the lease an outer hold already has.
   if pttl < tonumber(leaseMs) then
     redis.call('pexpire', hash, leaseMs)
+    keepFence(fence, leaseMs)
   end
   redis.call('set', req, string.format('%d:%s', count, held), 'px', requestMs)
   return {1, count, tonumber(held)}
@@ -89,7 +91,7 @@ if pttl == -2 then
     return {1, 1, given}
   end
   if not id and not left then
-    given = takeToken(fence)
+    given = takeToken(fence, leaseMs)
     redis.call('hset', hash, owner, 1)
     redis.call('pexpire', hash, leaseMs)
     if not newOwner then
@@ -104,5 +106,5 @@ if pttl == -2 then
   -- waits as when the lock is held, and repeats the call at once.
   reply = id and {0, redis.call('pttl', hash)} or {2}
 end
-enqueue(queue, waiter, record, aliveKey, aliveMs)
+enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
 return reply

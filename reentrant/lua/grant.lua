@@ -23,7 +23,7 @@ local function take(hash, fence, owner, lease, token)
   redis.call('del', hash)
   redis.call('hset', hash, owner, 1)
   redis.call('pexpire', hash, lease)
-  redis.call('set', fence, formatToken(token))
+  setFence(fence, token, lease)
 end
 
 -- grant hands the free lock to the oldest live waiter. self is the calling

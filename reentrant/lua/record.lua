@@ -42,14 +42,16 @@ end
 -- often its call is repeated (a look, a resend), and, where liveness is
 -- judged by key, keeps its client's liveness key: every look of a queued
 -- waiter says its client is alive. A call that does not wait (waiter '')
--- changes nothing.
-local function enqueue(queue, waiter, record, aliveKey, aliveMs)
+-- changes nothing. The queue lasts at least leaseMs, the waiter's lease,
+-- from each look (never shortened): a waiter looks at least every third
+-- of its lease, so a queue expires only once none of its waiters looks.
+local function enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
   if waiter == '' then
     return
   end
-  if not redis.call('lpos', queue, record) then
-    redis.call('rpush', queue, record)
-  end
+  -- A new queue has no expiry, which PEXPIRE GT takes for an infinite one.
+  local new = not redis.call('lpos', queue, record) and redis.call('rpush', queue, record) == 1
+  redis.call('pexpire', queue, leaseMs, new and 'nx' or 'gt')
   if aliveKey ~= '' then
     redis.call('set', aliveKey, 1, 'px', aliveMs)
   end

@@ -13,6 +13,7 @@ local function renewLock(hash, fence, owner, token, leaseMs)
   -- Never shorten: a fixed lease of a nested hold may reach further.
   if redis.call('pttl', hash) < leaseMs then
     redis.call('pexpire', hash, leaseMs)
+    keepFence(fence, leaseMs)
   end
   return 1
 end

@@ -136,7 +136,7 @@ finish(r, plan, now)
 if mine then
   return {1, mine.c, tonumber(mine.t)}
 end
-enqueue(queue, waiter, record, aliveKey, aliveMs)
+enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
 if plan.left then
   return {2}
 end

@@ -15,9 +15,11 @@
 --     fails the script with the holds and the queue as they were), after
 --     writeProbe (publish.lua); planGrants only reads and publishes, and
 --     commitGrants writes what it planned;
---   - tokens: a read takes the token of the last write grant (the fencing
---     counter's value, 0 if none); a write or permits take the next token
---     (nextToken), each higher than the last;
+--   - tokens: a write or permits take the next token (nextToken), each
+--     higher than the last; a read takes the counter's value, the last
+--     token granted (a write's, or a read's, below), so reads side by side
+--     share it, and with no counter (lost, or expired) it takes the next
+--     token as a write does, so that it is never below a token before it;
 --   - one plan examines at most grantBatch queue entries, which bounds how
 --     long one script blocks the server; one that stops there says so
 --     (left), and the client runs shared_pass.lua.
@@ -79,10 +81,11 @@ local function parseQueue(r, plan)
   end
 end
 
--- issue gives grant g (mode g.m) its token: the last write grant's for a
--- read, the next one for a write or permits. The counter is read once: by
--- the write probe (see publishRun) when g is another waiter's, whose grant
--- is published, so that the probe costs no call of its own.
+-- issue gives grant g (mode g.m) its token: for a read, the last token
+-- granted (plan.last) if there is one, else, as for a write or permits,
+-- the next one, which it marks g.fresh. The counter is read once: by the
+-- write probe (see publishRun) when g is another waiter's, whose grant is
+-- published, so that the probe costs no call of its own.
 local function issue(r, plan, g)
   if plan.fence == nil then
     if g.id ~= plan.self then
@@ -90,14 +93,14 @@ local function issue(r, plan, g)
     else
       plan.fence = redis.call('get', r.fence)
     end
-    plan.lastWrite = tonumber(plan.fence or 0)
+    plan.last = plan.fence and tonumber(plan.fence)
   end
-  if g.m == 'r' then
-    g.t = plan.lastWrite
+  if g.m == 'r' and plan.last then
+    g.t = plan.last
     return
   end
   plan.next = plan.next and plan.next + 1 or nextToken(r.fence, plan.fence, r.clock)
-  g.t = plan.next
+  g.t, g.fresh = plan.next, true
 end
 
 -- admit adds grant g to the plan: a new hold, or one more count of the hold
@@ -120,13 +123,10 @@ local function admit(plan, g)
     plan.fields[#plan.fields + 1] = g.f
     plan.used = plan.used + g.n
   end
-  if g.m ~= 'r' and not h then
+  if g.fresh and not h then
     -- The counter keeps the last token granted; a token issued to a
     -- waiter found dead was never heard of, and is not kept.
-    plan.written = g.t
-    if g.m == 'w' then
-      plan.lastWrite = g.t
-    end
+    plan.written, plan.writtenMs, plan.last = g.t, g.l, g.t
   end
   plan.grants[#plan.grants + 1] = g
   if g.id == plan.self then
@@ -303,7 +303,7 @@ local function commitGrants(r, plan, now)
   end
   redis.call('zadd', r.leases, 'gt', unpack(leases))
   if plan.written then
-    redis.call('set', r.fence, formatToken(plan.written))
+    setFence(r.fence, plan.written, plan.writtenMs)
   end
   return holds
 end

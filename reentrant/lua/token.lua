@@ -28,15 +28,38 @@ local function nextToken(fence, last, clock)
   return math.max(tonumber(last or 0) + 1, clock or clockToken())
 end
 
--- takeToken writes the token of a new hold to the counter and returns it:
--- the counter is read and written in one SET ... GET, and written again
--- only when it is ahead of the clock.
-local function takeToken(fence)
+-- fenceUntil is when the counter may expire once it holds token, the
+-- token of a hold of leaseMs, in server ms: two leases past the token's
+-- time. So the counter outlives the hold's lease (its hold starts at or
+-- before the token's time), and, gone, is below the clock by then: the
+-- clock floor keeps the next token above it (see the package doc's
+-- Footprint).
+local function fenceUntil(token, leaseMs)
+  return formatToken(math.floor(token / 1000) + 2 * tonumber(leaseMs))
+end
+
+-- setFence writes token, the token of a hold of leaseMs, to the counter,
+-- to expire at fenceUntil.
+local function setFence(fence, token, leaseMs)
+  redis.call('set', fence, formatToken(token), 'pxat', fenceUntil(token, leaseMs))
+end
+
+-- keepFence makes the counter outlive a lease of leaseMs from now, which a
+-- hold it names now has (a re-entry, a confirmation, a renewal): it is
+-- raised to two leases, never shortened.
+local function keepFence(fence, leaseMs)
+  redis.call('pexpire', fence, 2 * tonumber(leaseMs), 'gt')
+end
+
+-- takeToken writes the token of a new hold of leaseMs to the counter
+-- (setFence) and returns it: the counter is read and written in one
+-- SET ... GET, and written again only when it is ahead of the clock.
+local function takeToken(fence, leaseMs)
   local token = clockToken()
-  local last = tonumber(redis.call('set', fence, formatToken(token), 'get') or 0)
+  local last = tonumber(redis.call('set', fence, formatToken(token), 'pxat', fenceUntil(token, leaseMs), 'get') or 0)
   if last >= token then
     token = last + 1
-    redis.call('set', fence, formatToken(token))
+    setFence(fence, token, leaseMs)
   end
   return token
 end
