@@ -63,26 +63,29 @@ type wireOp struct {
 
 // wireSequence covers every branch of the four scripts; leases differ from
 // step to step so that a wrong PEXPIRE shows far beyond the tolerance.
+// Each lease set is longer than the lock's remaining one: baton's scripts
+// never shorten a lease, where Redisson's do, the one deliberate
+// difference (TestRedissonLeaseNeverShortens).
 var wireSequence = []wireOp{
 	{kind: "acquire", field: wireA, leaseMs: 30000},
 	{kind: "acquire", field: wireA, leaseMs: 40000}, // re-entry
 	{kind: "reenter", field: wireA, leaseMs: 50000}, // Reenter: Java's acquire by a holder
 	{kind: "acquire", field: wireB, leaseMs: 30000}, // held: PTTL
-	{kind: "renew", leaseMs: 35000, renew: []string{"", wireA, "", wireB, "other", wireA}},
+	{kind: "renew", leaseMs: 60000, renew: []string{"", wireA, "", wireB, "other", wireA}},
 	{kind: "unlock", field: wireB, leaseMs: 25000, req: "r0"},    // not held: no latch
-	{kind: "unlock", field: wireA, leaseMs: 25000, req: "r1"},    // partial: latch 0
+	{kind: "unlock", field: wireA, leaseMs: 70000, req: "r1"},    // partial: latch 0
 	{kind: "unlock", field: wireA, leaseMs: 20000, req: "r1"},    // resent: replayed
 	{kind: "unlockDel", field: wireA, leaseMs: 20000, req: "r1"}, // resent, then the latch deleted
-	{kind: "unlock", field: wireA, leaseMs: 25000, req: "r2"},    // final: published, latch 1
-	{kind: "unlock", field: wireA, leaseMs: 25000, req: "r2"},    // resent: no second message
+	{kind: "unlock", field: wireA, leaseMs: 80000, req: "r2"},    // partial again: one hold left
+	{kind: "unlock", field: wireA, leaseMs: 25000, req: "r2"},    // resent: replayed
 	{kind: "unlockDel", field: wireA, leaseMs: 25000, req: "r2"},
-	{kind: "renew", leaseMs: 35000, renew: []string{"", wireA}}, // field gone
-	{kind: "acquire", field: wireB, leaseMs: 45000},
-	{kind: "acquire", field: wireA, leaseMs: 30000}, // held by B: PTTL
+	{kind: "renew", leaseMs: 90000, renew: []string{"", wireA}}, // renewed
+	{kind: "acquire", field: wireB, leaseMs: 45000},             // held by A: PTTL
+	{kind: "acquire", field: wireA, leaseMs: 100000},            // re-entry
 	{kind: "force"},
 	{kind: "force"}, // nothing to delete, nothing published
 	{kind: "fresh", field: wireA, leaseMs: 30000},
-	{kind: "unlockDel", field: wireA, leaseMs: 30000, req: "r3"},
+	{kind: "unlockDel", field: wireA, leaseMs: 30000, req: "r3"}, // final: published, latch 1, then deleted
 }
 
 // wireRun is what one run of the sequence left after each step.

@@ -9,13 +9,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts of the Redisson format: lua/redisson_*.lua, each alone.
+// The scripts of the Redisson format: lua/redisson_*.lua, those that set a
+// lease after the lease rule (redissonScript).
 var (
-	redissonAcquireScript     = plainScript("redisson_acquire.lua")
-	redissonUnlockScript      = plainScript("redisson_unlock.lua")
-	redissonRenewScript       = plainScript("redisson_renew.lua")
+	redissonAcquireScript     = redissonScript("redisson_acquire.lua")
+	redissonUnlockScript      = redissonScript("redisson_unlock.lua")
+	redissonRenewScript       = redissonScript("redisson_renew.lua")
 	redissonForceUnlockScript = plainScript("redisson_force_unlock.lua")
 )
+
+// redissonScript is the script of file, run after redisson_lease.lua: a
+// lock's expiry in Redisson's format only moves later, so that a client's
+// validity, the latest lease it was granted, never outlasts the lock.
+// That is the one deliberate difference from Redisson's scripts, which
+// set the lease they are given, shorter or not.
+func redissonScript(file string) *script { return newScript(luaFiles("redisson_lease.lua", file)...) }
 
 // RedissonAcquireResult is the outcome of one acquire in Redisson's format.
 type RedissonAcquireResult struct {
@@ -42,16 +50,17 @@ const (
 const redissonHoldGone = -3
 
 // Acquire takes the lock for field with lease, or re-enters it (counting
-// one more hold and setting the lease) when field already holds it, exactly
-// as Redisson's acquire does. A resent call counts again: use it only where
+// one more hold and extending the lease) when field already holds it, as
+// Redisson's acquire does but that a re-entry never shortens the lease. A resent call counts again: use it only where
 // no resend can happen, or for a re-entry that a lost reply may count twice
 // (see AcquireFresh).
 func (k RedissonKeys) Acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
 	return k.acquire(ctx, rdb, field, lease, redissonAcquireMode)
 }
 
-// Reenter counts one more hold of a field that holds the lock, and sets
-// the lease, leaving what Redisson's acquire leaves then. When field does
+// Reenter counts one more hold of a field that holds the lock, and
+// extends the lease, leaving what Redisson's acquire leaves then (but for
+// a shorter lease, which Redisson's sets and Reenter does not). When field does
 // not hold the lock it changes nothing and reports HoldGone: unlike
 // Acquire, it never takes a lock its holder has lost (expired, or
 // force-unlocked), so a holder's re-entry cannot hide the loss. A resent
@@ -89,7 +98,8 @@ func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field Red
 }
 
 // Unlock leaves one of field's holds, under requestID: a partial unlock
-// sets the lock's lease to lease and publishes nothing; the final one
+// extends the lock's lease to lease (never shortening it, where
+// Redisson's sets it) and publishes nothing; the final one
 // deletes the lock and publishes RedissonUnlockMessage on its channel. The
 // script sets the request's latch for the namespace's LatchTTL, so a resend
 // of the script (go-redis resends on a read timeout) replays the first
@@ -134,8 +144,8 @@ func (k RedissonKeys) unlockOnce(ctx context.Context, rdb redis.Scripter, field 
 	return NotHeld, fmt.Errorf("reentrant: redisson unlock %q: unexpected reply %d", k.Name, n)
 }
 
-// Renew sets the lock's lease to lease when field still holds it, as
-// Redisson's watchdog does (it may shorten a lease), and reports whether
+// Renew extends the lock's lease to lease when field still holds it, as
+// Redisson's watchdog does (but never shortens it), and reports whether
 // field did; false means the hold is lost.
 func (k RedissonKeys) Renew(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (bool, error) {
 	renewed, err := RedissonRenewBatch(ctx, rdb, []RedissonHold{{Keys: k, Field: field}}, lease)

@@ -29,7 +29,10 @@ import (
 // hold. Waiters are woken by Redisson's unlock messages and try again;
 // within a process only the first waiter of a lock tries. Holds have no
 // fencing token: Token returns 0 (see Lock.Token). The watchdog renews
-// with Redisson's renewal script; the default lease, 30 s, is Java's.
+// with Redisson's renewal script; the default lease, 30 s, is Java's. A
+// lock's expiry in Redis only moves later: a re-entry, a partial unlock or
+// a renewal with a shorter lease keeps the longer one, where Redisson's
+// own scripts would shorten it under a hold that counts on it.
 func WithRedissonWire(clientID string) Option {
 	return func(c *config) {
 		c.wire = true

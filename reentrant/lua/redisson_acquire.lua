@@ -2,7 +2,8 @@
 -- the lock is a hash named as the lock, one field per holder
 -- "<clientID>:<owner>" whose value is the hold count, and the lease is the
 -- hash's PEXPIRE. The state it leaves is the one Redisson's own acquire
--- leaves, so Java, Node and Go holders exclude each other.
+-- leaves, so Java, Node and Go holders exclude each other, but for the
+-- lease of a re-entry: it never shortens the lock's (redisson_lease.lua).
 -- KEYS[1] lock: the lock's hash
 -- ARGV[1] leaseMs: the lease in ms
 -- ARGV[2] field: the holder's field
@@ -28,5 +29,5 @@ if not mine and redis.call('exists', lock) == 1 then
   return redis.call('pttl', lock)
 end
 redis.call('hincrby', lock, field, 1)
-redis.call('pexpire', lock, leaseMs)
+extendLease(lock, leaseMs)
 return nil
