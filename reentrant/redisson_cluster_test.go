@@ -56,7 +56,7 @@ func testRedissonSharded(ctx context.Context, t *testing.T, cl *redistest.Cluste
 				_, err = k.Acquire(ctx, cc, a, time.Minute)
 				require.NoError(t, err)
 			}
-			st, err := k.unlockOnce(ctx, cc, a, "r1", time.Minute)
+			st, err := k.Unlock(ctx, cc, a, "r1", time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, StillHeld, st)
 			require.EqualValues(t, 1, node.Admin().Exists(ctx, k.LatchKey("r1")).Val(), "the latch is on the lock's master")

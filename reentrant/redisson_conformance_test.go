@@ -54,7 +54,7 @@ const latchMs = 17000
 
 // wireOp is one operation of a sequence, as the Java API would issue it.
 type wireOp struct {
-	kind    string // acquire, fresh, reenter, unlock (the script alone), unlockDel (script, then DEL of the latch), renew, force
+	kind    string // acquire, fresh, reenter, unlock (the script alone), unlockDel (script, then DropLatch), renew, force
 	field   string
 	leaseMs int64
 	req     string
@@ -191,13 +191,10 @@ func oursOp(ctx context.Context, rdb *redis.Client, k RedissonKeys, op wireOp) (
 		}
 		return pttl(r.HolderTTL.Milliseconds()), nil
 	case "unlock", "unlockDel":
-		unlock := k.unlockOnce
-		if op.kind == "unlockDel" {
-			unlock = func(ctx context.Context, _ redis.Scripter, f RedissonField, req string, lease time.Duration) (ReleaseStatus, error) {
-				return k.Unlock(ctx, rdb, f, req, lease)
-			}
+		st, err := k.Unlock(ctx, rdb, mustField(op.field), op.req, lease)
+		if err == nil && op.kind == "unlockDel" {
+			err = k.DropLatch(ctx, rdb, op.req)
 		}
-		st, err := unlock(ctx, rdb, mustField(op.field), op.req, lease)
 		if st == NotHeld {
 			return nil, err
 		}

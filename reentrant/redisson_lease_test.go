@@ -35,7 +35,7 @@ func TestRedissonLeaseNeverShortens(t *testing.T) {
 				_, err := evalJava(ctx, rdb, javaRenewLua, []string{"n"}, short.Milliseconds(), wireA)
 				return err
 			}},
-		{"partial unlock", func() error { _, err := k.unlockOnce(ctx, rdb, a, "r", short); return err },
+		{"partial unlock", func() error { _, err := k.Unlock(ctx, rdb, a, "r", short); return err },
 			func() error {
 				_, err := evalJava(ctx, rdb, javaUnlockLua, []string{"n", k.Channel, k.LatchKey("r")}, 0, short.Milliseconds(), wireA, "publish", latchMs)
 				return err

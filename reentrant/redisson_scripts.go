@@ -99,27 +99,17 @@ func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field Red
 
 // Unlock leaves one of field's holds, under requestID: a partial unlock
 // extends the lock's lease to lease (never shortening it, where
-// Redisson's sets it) and publishes nothing; the final one
-// deletes the lock and publishes RedissonUnlockMessage on its channel. The
-// script sets the request's latch for the namespace's LatchTTL, so a resend
-// of the script (go-redis resends on a read timeout) replays the first
-// result instead of leaving a second hold; once the reply is in, Unlock
-// deletes the latch, as Redisson does. requestID must be new for each
-// unlock (Redisson uses 16 random bytes in hex). lease is what Redisson
-// calls internalLockLeaseTime: the hold's fixed lease, or the watchdog's.
-func (k RedissonKeys) Unlock(ctx context.Context, rdb redis.Cmdable, field RedissonField, requestID string, lease time.Duration) (ReleaseStatus, error) {
-	st, err := k.unlockOnce(ctx, rdb, field, requestID, lease)
-	if err != nil {
-		return st, err
-	}
-	// Only memory depends on this delete: a latch that stays expires after
-	// LatchTTL, and no later call uses the same request ID.
-	_ = rdb.Del(ctx, k.LatchKey(requestID)).Err()
-	return st, nil
-}
-
-// unlockOnce runs the unlock script, leaving the latch behind.
-func (k RedissonKeys) unlockOnce(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (ReleaseStatus, error) {
+// Redisson's sets it) and publishes nothing; the final one deletes the
+// lock and publishes RedissonUnlockMessage on its channel. The script sets
+// the request's latch for the namespace's LatchTTL, so a resend of the
+// script (go-redis resends on a read timeout) replays the first result
+// instead of leaving a second hold. Once the reply is in, the caller
+// deletes the latch with DropLatch, as Redisson does, without waiting for
+// it; never before, or a resend would run again. requestID must be new for
+// each unlock (Redisson's: 16 random bytes in lowercase hex). lease is
+// what Redisson calls internalLockLeaseTime: the hold's fixed lease, or
+// the watchdog's.
+func (k RedissonKeys) Unlock(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (ReleaseStatus, error) {
 	ms, err := k.args(field, lease)
 	if err != nil {
 		return NotHeld, err
@@ -142,6 +132,14 @@ func (k RedissonKeys) unlockOnce(ctx context.Context, rdb redis.Scripter, field 
 		return Released, nil
 	}
 	return NotHeld, fmt.Errorf("reentrant: redisson unlock %q: unexpected reply %d", k.Name, n)
+}
+
+// DropLatch deletes unlock request requestID's latch, once its Unlock has
+// replied, as Redisson's unlock does after the script. Only memory depends
+// on it: a latch that stays expires after LatchTTL, and no later call uses
+// the same request ID.
+func (k RedissonKeys) DropLatch(ctx context.Context, rdb redis.Cmdable, requestID string) error {
+	return rdb.Del(ctx, k.LatchKey(requestID)).Err()
 }
 
 // Renew extends the lock's lease to lease when field still holds it, as

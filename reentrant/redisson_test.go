@@ -127,7 +127,7 @@ func TestRedissonUnlockResendKeepsHold(t *testing.T) {
 		require.True(t, r.Acquired)
 	}
 	for range 2 { // the call and its resend
-		st, err := k.unlockOnce(ctx, rdb, a, "r1", time.Minute)
+		st, err := k.Unlock(ctx, rdb, a, "r1", time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, StillHeld, st)
 	}
@@ -136,13 +136,13 @@ func TestRedissonUnlockResendKeepsHold(t *testing.T) {
 	require.False(t, r.Acquired, "a still holds one hold")
 
 	// The final unlock, resent after b took the lock, leaves b's hold alone.
-	st, err := k.unlockOnce(ctx, rdb, a, "r2", time.Minute)
+	st, err := k.Unlock(ctx, rdb, a, "r2", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, Released, st)
 	r, err = k.Acquire(ctx, rdb, b, time.Minute)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
-	st, err = k.unlockOnce(ctx, rdb, a, "r2", time.Minute)
+	st, err = k.Unlock(ctx, rdb, a, "r2", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, Released, st, "replayed")
 	require.Equal(t, map[string]string{b.String(): "1"}, rdb.HGetAll(ctx, k.Hash).Val())
@@ -150,8 +150,9 @@ func TestRedissonUnlockResendKeepsHold(t *testing.T) {
 	st, err = k.Unlock(ctx, rdb, b, "r3", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, Released, st)
-	require.Zero(t, rdb.Exists(ctx, k.LatchKey("r3")).Val(), "Unlock deletes its latch once the reply is in")
-	require.EqualValues(t, 2, rdb.Exists(ctx, k.LatchKey("r1"), k.LatchKey("r2")).Val(), "the script alone leaves it")
+	require.EqualValues(t, 3, rdb.Exists(ctx, k.LatchKey("r1"), k.LatchKey("r2"), k.LatchKey("r3")).Val(), "Unlock leaves its latch")
+	require.NoError(t, k.DropLatch(ctx, rdb, "r3"))
+	require.Zero(t, rdb.Exists(ctx, k.LatchKey("r3")).Val(), "DropLatch deletes it")
 }
 
 func TestRedissonRenew(t *testing.T) {

@@ -79,7 +79,8 @@ func (m *wireMode) lock(c *Client, name string, lease time.Duration) (*wireLock,
 	if err != nil {
 		return nil, lower(err)
 	}
-	return &wireLock{keys: k, userName: name, clientID: m.clientID, rdb: c.rdb, lease: lease}, nil
+	return &wireLock{keys: k, userName: name, clientID: m.clientID, rdb: c.rdb, lease: lease,
+		background: &c.background}, nil
 }
 
 // wireLock is a lock in Redisson's RLock format: a hash of
@@ -93,6 +94,8 @@ type wireLock struct {
 	// lease is what Redisson calls internalLockLeaseTime: the lease a
 	// partial unlock leaves.
 	lease time.Duration
+	// background deletes unlock latches, after the unlock's reply.
+	background *cleanups
 }
 
 func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash, face: lockFace} }
@@ -156,12 +159,18 @@ func (w *wireLock) acquire(ctx context.Context, call acquireCall) (reentrant.Acq
 
 // release is Redisson's unlock under requestID, whose latch makes a
 // resend replay it. The hold count left is not reported (Remaining 0).
+// Once the reply is in, the latch's DEL goes out in the background, as
+// Java sends it without waiting: a Lock and Unlock take two round trips,
+// as Java's do. Until the reply, a retry under requestID replays it.
 func (w *wireLock) release(ctx context.Context, owner string, _ uint64, requestID string) (reentrant.ReleaseResult, error) {
 	f, err := w.field(owner)
 	if err != nil {
 		return reentrant.ReleaseResult{}, err
 	}
 	st, err := w.keys.Unlock(ctx, w.rdb, f, requestID, w.lease)
+	if err == nil {
+		w.background.run(w.keys.LatchTTL(), func(ctx context.Context) { _ = w.keys.DropLatch(ctx, w.rdb, requestID) })
+	}
 	return reentrant.ReleaseResult{Status: st}, err
 }
 
