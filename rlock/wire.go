@@ -113,8 +113,8 @@ func (w *wireLock) aliveTTL() time.Duration { return 0 }
 // subscribe), and the wait loop reads none of them as a grant.
 func (w *wireLock) claims(reentrant.Grant) bool { return false }
 
-// subscribe puts the call in the client's local line for the lock's
-// channel. Only where the line already exists is that free of a round
+// subscribe puts the call in the client's local line for the lock, on
+// the lock's channel. Only where the line already exists is that free of a round
 // trip, and a call that would join one waits behind it anyway: unless
 // always, it returns nil, and the call's first acquire goes out alone, as
 // Java's does.
@@ -122,7 +122,7 @@ func (w *wireLock) subscribe(ctx context.Context, c *Client, always bool) (*subs
 	if !always {
 		return nil, nil
 	}
-	t, head, err := c.wire.lines.join(ctx, c.hub, w.keys.Channel)
+	t, head, err := c.wire.lines.join(ctx, c.hub, w.keys.Hash, w.keys.Channel)
 	if err != nil {
 		return nil, err
 	}

@@ -109,3 +109,35 @@ func TestWireUnlockDoesNotWaitForTheLatchDelete(t *testing.T) {
 	gate.open()
 	require.Eventually(t, func() bool { return adm.Exists(ctx, latch).Val() == 0 }, 5*time.Second, 10*time.Millisecond)
 }
+
+// Locks N and {N} share one channel in Redisson's naming. A waiter for N
+// queued behind a waiter for {N} in one client wakes on N's unlock, though
+// {N} stays held: each lock has its own line on the shared channel.
+func TestWireSharedChannelWakesEveryLock(t *testing.T) {
+	ctx, srv := serve(t)
+	adm := admin(t, srv)
+	j := newJavaClient(t, adm)
+	require.Equal(t, javaChannel("N"), javaChannel("{N}"))
+	c := newWireClient(t, srv, "go-1")
+	for _, name := range []string{"{N}", "N"} {
+		ok, _ := j.tryAcquire(ctx, name, 1, time.Minute)
+		require.True(t, ok)
+	}
+	braced := lockInBackground(ctx, c, "{N}")
+	awaitSubscribers(t, adm, javaChannel("N"), 1)
+	plain := lockInBackground(ctx, c, "N")
+	require.Eventually(t, func() bool { // the N waiter has queued
+		c.wire.lines.mu.Lock()
+		defer c.wire.lines.mu.Unlock()
+		n := 0
+		for _, l := range c.wire.lines.lines {
+			n += len(l.queue)
+		}
+		return n == 2
+	}, 10*time.Second, time.Millisecond)
+	require.EqualValues(t, 1, j.unlock(ctx, "N", 1, time.Minute, "u1"))
+	l := receive(t, plain)
+	require.NoError(t, l.Unlock(ctx))
+	require.EqualValues(t, 1, j.unlock(ctx, "{N}", 1, time.Minute, "u2"))
+	require.NoError(t, receive(t, braced).Unlock(ctx))
+}
