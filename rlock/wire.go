@@ -33,6 +33,17 @@ import (
 // lock's expiry in Redis only moves later: a re-entry, a partial unlock or
 // a renewal with a shorter lease keeps the longer one, where Redisson's
 // own scripts would shorten it under a hold that counts on it.
+//
+// A hold in this format is its field, with no token, so a release acts on
+// whatever hold the owner's field has when it arrives. A handle whose hold
+// has ended (its lease ran out, or it was lost) therefore sends no release
+// (its Unlock returns the end cause): with WithOwner, the same owner may
+// hold the lock again by then. Two cases stay beyond a client's knowledge:
+// a release sent while the hold was valid, delayed on the network past
+// the lock's expiry and past the same owner's next acquire, still ends
+// that next hold; and clients (Go or Java) given the same clientID and
+// owner are one holder to Redis, whose releases count down one another's
+// holds.
 func WithRedissonWire(clientID string) Option {
 	return func(c *config) {
 		c.wire = true
@@ -172,6 +183,25 @@ func (w *wireLock) release(ctx context.Context, owner string, _ uint64, requestI
 		w.background.run(w.keys.LatchTTL(), func(ctx context.Context) { _ = w.keys.DropLatch(ctx, w.rdb, requestID) })
 	}
 	return reentrant.ReleaseResult{Status: st}, err
+}
+
+// blindRelease is a resource whose release cannot tell one hold of an
+// owner from the next, having no token: it acts on whatever hold the
+// owner's field has when it arrives.
+type blindRelease interface{ releasesBlind() }
+
+// releasesBlind: a hold in Redisson's format is its field, and the field
+// is the owner's, whichever hold of the owner it is.
+func (w *wireLock) releasesBlind() {}
+
+// releasesBlind reports whether res's release is blind. A handle whose
+// hold has ended sends such a release never: the same owner may hold the
+// lock again by then (a WithOwner owner, once the lease ran out), and the
+// release would end that hold. A hold that ended while Redis still kept it
+// (its renewal failed) then stays in Redis until its lease ends.
+func releasesBlind(res resource) bool {
+	_, ok := res.(blindRelease)
+	return ok
 }
 
 // leave has nothing to do: a Redisson waiter is not in Redis.

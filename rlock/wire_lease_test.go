@@ -73,3 +73,22 @@ func TestWireRenewalKeepsTheLongerLease(t *testing.T) {
 	require.NoError(t, watched.Unlock(ctx))
 	require.NoError(t, fixed.Unlock(ctx))
 }
+
+// A stale handle of owner "57", whose lease ran out, sends no release: the
+// same owner's next hold stands, and another client stays out.
+func TestWireStaleUnlockSparesTheOwnersNextHold(t *testing.T) {
+	ctx, srv := serve(t)
+	adm := admin(t, srv)
+	c := newWireClient(t, srv, "go-1")
+	other := newWireClient(t, srv, "go-2")
+	o := WithOwner(ctx, "57")
+	stale, err := c.Lock(o, "n", WithLease(200*time.Millisecond))
+	require.NoError(t, err)
+	<-stale.Context().Done()
+	require.Eventually(t, func() bool { return adm.Exists(ctx, "n").Val() == 0 }, 5*time.Second, 5*time.Millisecond)
+	next, err := c.Lock(o, "n")
+	require.NoError(t, err)
+	require.ErrorIs(t, stale.Unlock(ctx), ErrLockLost)
+	requireStillHeld(ctx, t, other, "n", next.Context())
+	require.NoError(t, next.Unlock(ctx))
+}
