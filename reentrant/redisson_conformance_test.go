@@ -57,7 +57,7 @@ type wireOp struct {
 	kind    string // acquire, fresh, reenter, unlock (the script alone), unlockDel (script, then DropLatch), renew, force
 	field   string
 	leaseMs int64
-	req     string
+	req     string   // the request ID of an unlock, or of an acquire under a latch
 	renew   []string // renew: "lock field" pairs, as keys and fields
 }
 
@@ -68,9 +68,9 @@ type wireOp struct {
 // difference (TestRedissonLeaseNeverShortens).
 var wireSequence = []wireOp{
 	{kind: "acquire", field: wireA, leaseMs: 30000},
-	{kind: "acquire", field: wireA, leaseMs: 40000}, // re-entry
-	{kind: "reenter", field: wireA, leaseMs: 50000}, // Reenter: Java's acquire by a holder
-	{kind: "acquire", field: wireB, leaseMs: 30000}, // held: PTTL
+	{kind: "acquire", field: wireA, leaseMs: 40000, req: "a1"}, // re-entry, under a latch
+	{kind: "reenter", field: wireA, leaseMs: 50000, req: "a2"}, // Reenter: Java's acquire by a holder
+	{kind: "acquire", field: wireB, leaseMs: 30000, req: "a3"}, // held: PTTL
 	{kind: "renew", leaseMs: 60000, renew: []string{"", wireA, "", wireB, "other", wireA}},
 	{kind: "unlock", field: wireB, leaseMs: 25000, req: "r0"},    // not held: no latch
 	{kind: "unlock", field: wireA, leaseMs: 70000, req: "r1"},    // partial: latch 0
@@ -183,9 +183,15 @@ func oursOp(ctx context.Context, rdb *redis.Client, k RedissonKeys, op wireOp) (
 	lease := time.Duration(op.leaseMs) * time.Millisecond
 	switch op.kind {
 	case "acquire", "fresh", "reenter":
-		acquire := map[string]func(context.Context, redis.Scripter, RedissonField, time.Duration) (RedissonAcquireResult, error){
-			"acquire": k.Acquire, "fresh": k.AcquireFresh, "reenter": k.Reenter}[op.kind]
-		r, err := acquire(ctx, rdb, mustField(op.field), lease)
+		acquire := map[string]func(context.Context, redis.Scripter, RedissonField, string, time.Duration) (RedissonAcquireResult, error){
+			"acquire": k.Acquire, "reenter": k.Reenter,
+			"fresh": func(ctx context.Context, rdb redis.Scripter, f RedissonField, _ string, lease time.Duration) (RedissonAcquireResult, error) {
+				return k.AcquireFresh(ctx, rdb, f, lease)
+			}}[op.kind]
+		r, err := acquire(ctx, rdb, mustField(op.field), op.req, lease)
+		if err == nil && op.req != "" { // under a latch, then dropped: the state Java's leaves
+			err = k.DropLatch(ctx, rdb, op.req)
+		}
 		if err != nil || r.Acquired {
 			return nil, err
 		}

@@ -51,41 +51,49 @@ const redissonHoldGone = -3
 
 // Acquire takes the lock for field with lease, or re-enters it (counting
 // one more hold and extending the lease) when field already holds it, as
-// Redisson's acquire does but that a re-entry never shortens the lease. A resent call counts again: use it only where
-// no resend can happen, or for a re-entry that a lost reply may count twice
-// (see AcquireFresh).
-func (k RedissonKeys) Acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
-	return k.acquire(ctx, rdb, field, lease, redissonAcquireMode)
+// Redisson's acquire does but that a re-entry never shortens the lease.
+// Under a requestID, the script records its outcome in the request's
+// latch, and a resend or a replay under the same requestID returns that
+// outcome instead of counting again: the first run under it decides. Once
+// the reply is in, the caller deletes the latch with DropLatch. With
+// requestID "" it runs as Redisson's does, and a resend counts again: use
+// that only where no resend can happen.
+func (k RedissonKeys) Acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (RedissonAcquireResult, error) {
+	return k.acquire(ctx, rdb, field, requestID, lease, redissonAcquireMode)
 }
 
 // Reenter counts one more hold of a field that holds the lock, and
 // extends the lease, leaving what Redisson's acquire leaves then (but for
-// a shorter lease, which Redisson's sets and Reenter does not). When field does
-// not hold the lock it changes nothing and reports HoldGone: unlike
+// a shorter lease, which Redisson's sets and Reenter does not). When field
+// does not hold the lock it changes nothing and reports HoldGone: unlike
 // Acquire, it never takes a lock its holder has lost (expired, or
-// force-unlocked), so a holder's re-entry cannot hide the loss. A resent
-// call counts again, as Redisson's does.
-func (k RedissonKeys) Reenter(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
-	return k.acquire(ctx, rdb, field, lease, redissonReenterMode)
+// force-unlocked), so a holder's re-entry cannot hide the loss. A
+// requestID makes it replayable, as for Acquire.
+func (k RedissonKeys) Reenter(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (RedissonAcquireResult, error) {
+	return k.acquire(ctx, rdb, field, requestID, lease, redissonReenterMode)
 }
 
 // AcquireFresh takes the lock for a field that held nothing before the
 // call. A hold of field found by the script can then only be this call's
 // own earlier run (go-redis resends a script on a read timeout): it is
 // reported as acquired and not counted again, so a resend leaves the same
-// state as one run. The state one run leaves is Acquire's.
+// state as one run, with no latch. The state one run leaves is Acquire's.
 func (k RedissonKeys) AcquireFresh(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
-	return k.acquire(ctx, rdb, field, lease, redissonFreshMode)
+	return k.acquire(ctx, rdb, field, "", lease, redissonFreshMode)
 }
 
 // acquire runs redisson_acquire.lua in mode for Acquire, AcquireFresh and
-// Reenter.
-func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration, mode string) (RedissonAcquireResult, error) {
+// Reenter, under requestID's latch unless it is "".
+func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration, mode string) (RedissonAcquireResult, error) {
 	ms, err := k.args(field, lease)
 	if err != nil {
 		return RedissonAcquireResult{}, err
 	}
-	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, mode).Int64()
+	keys, args := []string{k.Hash}, []any{ms, field.s, mode}
+	if requestID != "" {
+		keys, args = append(keys, k.LatchKey(requestID)), append(args, k.latchTTL.Milliseconds())
+	}
+	pttl, err := redissonAcquireScript.Run(ctx, rdb, keys, args...).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return RedissonAcquireResult{Acquired: true}, nil
@@ -134,8 +142,9 @@ func (k RedissonKeys) Unlock(ctx context.Context, rdb redis.Scripter, field Redi
 	return NotHeld, fmt.Errorf("reentrant: redisson unlock %q: unexpected reply %d", k.Name, n)
 }
 
-// DropLatch deletes unlock request requestID's latch, once its Unlock has
-// replied, as Redisson's unlock does after the script. Only memory depends
+// DropLatch deletes request requestID's latch, once its Unlock (or
+// Acquire, or Reenter) has replied, as Redisson's unlock does after the
+// script. Only memory depends
 // on it: a latch that stays expires after LatchTTL, and no later call uses
 // the same request ID.
 func (k RedissonKeys) DropLatch(ctx context.Context, rdb redis.Cmdable, requestID string) error {

@@ -72,7 +72,7 @@ func TestRedissonInvalidInput(t *testing.T) {
 	require.Equal(t, "c:x:y", f.String(), "the owner may hold ':': the client ID cannot")
 
 	var zero RedissonField
-	_, err = k.Acquire(ctx, rdb, zero, time.Second)
+	_, err = k.Acquire(ctx, rdb, zero, "", time.Second)
 	require.ErrorIs(t, err, ErrInvalidOwner)
 	_, err = k.Unlock(ctx, rdb, zero, "r", time.Second)
 	require.ErrorIs(t, err, ErrInvalidOwner)
@@ -84,7 +84,7 @@ func TestRedissonInvalidInput(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidLease)
 	_, err = RedissonKeys{}.ForceUnlock(ctx, rdb)
 	require.ErrorIs(t, err, ErrInvalidName)
-	_, err = RedissonKeys{}.Acquire(ctx, rdb, f, time.Second)
+	_, err = RedissonKeys{}.Acquire(ctx, rdb, f, "", time.Second)
 	require.ErrorIs(t, err, ErrInvalidName)
 
 	n, err := rdb.DBSize(ctx).Result()
@@ -122,7 +122,7 @@ func TestRedissonUnlockResendKeepsHold(t *testing.T) {
 	ctx, rdb, k := redissonSetup(t, "orders")
 	a, b := mustField("client-a:1"), mustField("client-b:1")
 	for range 2 {
-		r, err := k.Acquire(ctx, rdb, a, time.Minute)
+		r, err := k.Acquire(ctx, rdb, a, "", time.Minute)
 		require.NoError(t, err)
 		require.True(t, r.Acquired)
 	}
@@ -131,7 +131,7 @@ func TestRedissonUnlockResendKeepsHold(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, StillHeld, st)
 	}
-	r, err := k.Acquire(ctx, rdb, b, time.Minute)
+	r, err := k.Acquire(ctx, rdb, b, "", time.Minute)
 	require.NoError(t, err)
 	require.False(t, r.Acquired, "a still holds one hold")
 
@@ -139,7 +139,7 @@ func TestRedissonUnlockResendKeepsHold(t *testing.T) {
 	st, err := k.Unlock(ctx, rdb, a, "r2", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, Released, st)
-	r, err = k.Acquire(ctx, rdb, b, time.Minute)
+	r, err = k.Acquire(ctx, rdb, b, "", time.Minute)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
 	st, err = k.Unlock(ctx, rdb, a, "r2", time.Minute)
@@ -163,7 +163,7 @@ func TestRedissonRenew(t *testing.T) {
 	require.False(t, ok, "nothing held")
 	require.Zero(t, rdb.Exists(ctx, k.Hash).Val(), "renew never creates the lock")
 
-	_, err = k.Acquire(ctx, rdb, a, time.Minute)
+	_, err = k.Acquire(ctx, rdb, a, "", time.Minute)
 	require.NoError(t, err)
 	ok, err = k.Renew(ctx, rdb, a, 2*time.Minute)
 	require.NoError(t, err)
@@ -187,22 +187,22 @@ func TestIsRedissonWake(t *testing.T) {
 func TestRedissonReenterNeverTakesALostLock(t *testing.T) {
 	ctx, rdb, k := redissonSetup(t, "orders")
 	a := mustField("client-a:1")
-	r, err := k.Reenter(ctx, rdb, a, time.Minute)
+	r, err := k.Reenter(ctx, rdb, a, "", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, RedissonAcquireResult{HoldGone: true}, r)
 	require.Zero(t, rdb.Exists(ctx, k.Hash).Val(), "a free lock stays free")
 
-	_, err = k.Acquire(ctx, rdb, mustField("client-b:1"), time.Minute)
+	_, err = k.Acquire(ctx, rdb, mustField("client-b:1"), "", time.Minute)
 	require.NoError(t, err)
-	r, err = k.Reenter(ctx, rdb, a, time.Minute)
+	r, err = k.Reenter(ctx, rdb, a, "", time.Minute)
 	require.NoError(t, err)
 	require.True(t, r.HoldGone, "another's lock is no re-entry")
 
 	_, err = k.ForceUnlock(ctx, rdb)
 	require.NoError(t, err)
-	_, err = k.Acquire(ctx, rdb, a, time.Minute)
+	_, err = k.Acquire(ctx, rdb, a, "", time.Minute)
 	require.NoError(t, err)
-	r, err = k.Reenter(ctx, rdb, a, 2*time.Minute)
+	r, err = k.Reenter(ctx, rdb, a, "", 2*time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, RedissonAcquireResult{Acquired: true}, r)
 	require.Equal(t, map[string]string{a.String(): "2"}, rdb.HGetAll(ctx, k.Hash).Val())

@@ -105,7 +105,7 @@ type wireLock struct {
 	// lease is what Redisson calls internalLockLeaseTime: the lease a
 	// partial unlock leaves.
 	lease time.Duration
-	// background deletes unlock latches, after the unlock's reply.
+	// background deletes request latches, after the call's reply.
 	background *cleanups
 }
 
@@ -150,29 +150,45 @@ func (w *wireLock) field(owner string) (reentrant.RedissonField, error) {
 }
 
 // acquire takes the lock as Redisson's acquire does. A new owner's
-// acquire is AcquireFresh, which a resend cannot count twice; a re-entry
-// through a handle never takes a lock its hold has lost (HoldGone).
+// acquire is AcquireFresh, which a resend cannot count twice. Any other
+// (a first acquire under WithOwner, whose field may hold the lock already
+// through another client or a Java thread sharing it, or a re-entry) runs
+// under its request ID's latch, so that a resend, or the undo of a call
+// given up, replays the first run instead of counting again; the latch's
+// DEL goes out in the background once the reply is in. A re-entry through
+// a handle never takes a lock its hold has lost (HoldGone).
 func (w *wireLock) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	f, err := w.field(call.owner)
 	if err != nil {
 		return reentrant.AcquireResult{}, err
 	}
-	run := w.keys.Acquire
+	var r reentrant.RedissonAcquireResult
 	switch {
-	case call.reentry:
-		run = w.keys.Reenter
 	case call.newOwner:
-		run = w.keys.AcquireFresh
+		r, err = w.keys.AcquireFresh(ctx, w.rdb, f, call.lease)
+	case call.reentry:
+		r, err = w.keys.Reenter(ctx, w.rdb, f, call.requestID, call.lease)
+	default:
+		r, err = w.keys.Acquire(ctx, w.rdb, f, call.requestID, call.lease)
 	}
-	r, err := run(ctx, w.rdb, f, call.lease)
+	if err == nil && call.requestID != "" {
+		w.dropLatch(call.requestID)
+	}
 	return reentrant.AcquireResult{Acquired: r.Acquired, HolderTTL: r.HolderTTL, HoldGone: r.HoldGone}, err
+}
+
+// dropLatch deletes requestID's latch in the background, once the call's
+// reply is in, as Java sends that DEL without waiting for it; never
+// before, or a resend would run again.
+func (w *wireLock) dropLatch(requestID string) {
+	w.background.run(w.keys.LatchTTL(), func(ctx context.Context) { _ = w.keys.DropLatch(ctx, w.rdb, requestID) })
 }
 
 // release is Redisson's unlock under requestID, whose latch makes a
 // resend replay it. The hold count left is not reported (Remaining 0).
-// Once the reply is in, the latch's DEL goes out in the background, as
-// Java sends it without waiting: a Lock and Unlock take two round trips,
-// as Java's do. Until the reply, a retry under requestID replays it.
+// Once the reply is in, the latch's DEL goes out in the background
+// (dropLatch): a Lock and Unlock take two round trips, as Java's do.
+// Until the reply, a retry under requestID replays it.
 func (w *wireLock) release(ctx context.Context, owner string, _ uint64, requestID string) (reentrant.ReleaseResult, error) {
 	f, err := w.field(owner)
 	if err != nil {
@@ -180,7 +196,7 @@ func (w *wireLock) release(ctx context.Context, owner string, _ uint64, requestI
 	}
 	st, err := w.keys.Unlock(ctx, w.rdb, f, requestID, w.lease)
 	if err == nil {
-		w.background.run(w.keys.LatchTTL(), func(ctx context.Context) { _ = w.keys.DropLatch(ctx, w.rdb, requestID) })
+		w.dropLatch(requestID)
 	}
 	return reentrant.ReleaseResult{Status: st}, err
 }
