@@ -108,7 +108,10 @@ func (f RedissonField) check() error {
 //	                                   for the latch TTL, so a resent unlock replays it
 //
 // where "{N}" is N in braces unless N already contains '{', in which case it
-// is N as it is (RedissonPrefixName). The scripts are written from this
+// is N as it is (RedissonPrefixName). An acquire under a request ID (see
+// Acquire) keeps its outcome, "taken", "refused" or "gone", under the same
+// latch name: Java reads only its own requests' latches, so it never sees
+// one. The scripts are written from this
 // format, not taken from Redisson; reentrant/testdata/redisson holds
 // Redisson's own scripts as the conformance tests' oracle. They leave the
 // state Redisson's leave, with one deliberate difference: a lock's expiry
