@@ -125,10 +125,10 @@ func (w *wireLock) aliveTTL() time.Duration { return 0 }
 func (w *wireLock) claims(reentrant.Grant) bool { return false }
 
 // subscribe puts the call in the client's local line for the lock, on
-// the lock's channel. Only where the line already exists is that free of a round
-// trip, and a call that would join one waits behind it anyway: unless
-// always, it returns nil, and the call's first acquire goes out alone, as
-// Java's does.
+// the lock's channel. Only where the line already exists is that free of
+// a round trip, and a call that would join one waits behind it anyway:
+// unless always, it returns nil, and the call's first acquire goes out
+// alone, as Java's does.
 func (w *wireLock) subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error) {
 	if !always {
 		return nil, nil
