@@ -232,7 +232,10 @@
 // and judges its waiter's liveness) and lua/grant.lua (the grant, and
 // passOn, the tail that grants or deletes). A multi-holder resource's
 // scripts (lua/shared_*.lua) run lua/shared.lua (the holds) and
-// lua/shared_grant.lua (their grant) in place of lua/grant.lua.
+// lua/shared_grant.lua (their grant) in place of lua/grant.lua. The
+// Redisson format's scripts that set a lease run lua/redisson_lease.lua
+// first, whose one rule, that a lock's expiry only moves later, is their
+// one deliberate difference from Redisson's own (see RedissonNamespace).
 // Every script keeps these conventions (the order of arguments holds for
 // the lock's own scripts, not the Redisson ones):
 //   - a header says what it does, then names every key and argument, one

@@ -108,9 +108,18 @@ func (f RedissonField) check() error {
 //	                                   for the latch TTL, so a resent unlock replays it
 //
 // where "{N}" is N in braces unless N already contains '{', in which case it
-// is N as it is (RedissonPrefixName). The scripts are written from this
+// is N as it is (RedissonPrefixName). An acquire under a request ID (see
+// Acquire) keeps its outcome, "taken", "refused" or "gone", under the same
+// latch name: Java reads only its own requests' latches, so it never sees
+// one. The scripts are written from this
 // format, not taken from Redisson; reentrant/testdata/redisson holds
-// Redisson's own scripts as the conformance tests' oracle.
+// Redisson's own scripts as the conformance tests' oracle. They leave the
+// state Redisson's leave, with one deliberate difference: a lock's expiry
+// only moves later. Redisson's re-entry, partial unlock and renewal set
+// the lease they are given, so a shorter one cuts the lease another hold
+// of the same field was granted, and a holder that counts on that lease
+// would outlive its lock; a Java client reads a longer PTTL only as a
+// longer wait, which an unlock message ends.
 type RedissonNamespace struct {
 	// Sharded publishes with SPUBLISH, and says waiters must SSUBSCRIBE.
 	// Redisson does so only on a cluster, when its shardedSubscriptionMode

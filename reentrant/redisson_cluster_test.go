@@ -53,10 +53,10 @@ func testRedissonSharded(ctx context.Context, t *testing.T, cl *redistest.Cluste
 			}
 
 			for range 2 {
-				_, err = k.Acquire(ctx, cc, a, time.Minute)
+				_, err = k.Acquire(ctx, cc, a, "", time.Minute)
 				require.NoError(t, err)
 			}
-			st, err := k.unlockOnce(ctx, cc, a, "r1", time.Minute)
+			st, err := k.Unlock(ctx, cc, a, "r1", time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, StillHeld, st)
 			require.EqualValues(t, 1, node.Admin().Exists(ctx, k.LatchKey("r1")).Val(), "the latch is on the lock's master")
@@ -68,7 +68,7 @@ func testRedissonSharded(ctx context.Context, t *testing.T, cl *redistest.Cluste
 			require.Equal(t, Released, st)
 			require.Equal(t, RedissonUnlockMessage, next(), name)
 
-			_, err = k.Acquire(ctx, cc, a, time.Minute)
+			_, err = k.Acquire(ctx, cc, a, "", time.Minute)
 			require.NoError(t, err)
 			ok, err := k.ForceUnlock(ctx, cc)
 			require.NoError(t, err)
@@ -90,7 +90,7 @@ func testRedissonPublish(ctx context.Context, t *testing.T, cl *redistest.Cluste
 	require.NoError(t, err)
 
 	a := mustField("client-a:1")
-	_, err = k.Acquire(ctx, cc, a, time.Minute)
+	_, err = k.Acquire(ctx, cc, a, "", time.Minute)
 	require.NoError(t, err)
 	_, err = k.Unlock(ctx, cc, a, "r1", time.Minute)
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func testRedissonCrossSlot(ctx context.Context, t *testing.T, cc *redis.ClusterC
 	k, err := RedissonNamespace{}.Keys(name)
 	require.NoError(t, err)
 	a := mustField("client-a:1")
-	_, err = k.Acquire(ctx, cc, a, time.Minute)
+	_, err = k.Acquire(ctx, cc, a, "", time.Minute)
 	require.NoError(t, err, "one key: works")
 
 	_, err = k.Unlock(ctx, cc, a, "r1", time.Minute)
@@ -128,7 +128,7 @@ func testRedissonRenewSlots(ctx context.Context, t *testing.T, cl *redistest.Clu
 	for _, name := range []string{"{" + tag0 + "}a", "{" + tag0 + "}b", tag1} {
 		k, err := RedissonNamespace{Sharded: true}.Keys(name)
 		require.NoError(t, err)
-		_, err = k.Acquire(ctx, cc, a, time.Minute)
+		_, err = k.Acquire(ctx, cc, a, "", time.Minute)
 		require.NoError(t, err)
 		holds = append(holds, RedissonHold{Keys: k, Field: a})
 	}

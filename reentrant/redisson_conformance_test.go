@@ -54,35 +54,38 @@ const latchMs = 17000
 
 // wireOp is one operation of a sequence, as the Java API would issue it.
 type wireOp struct {
-	kind    string // acquire, fresh, reenter, unlock (the script alone), unlockDel (script, then DEL of the latch), renew, force
+	kind    string // acquire, fresh, reenter, unlock (the script alone), unlockDel (script, then DropLatch), renew, force
 	field   string
 	leaseMs int64
-	req     string
+	req     string   // the request ID of an unlock, or of an acquire under a latch
 	renew   []string // renew: "lock field" pairs, as keys and fields
 }
 
 // wireSequence covers every branch of the four scripts; leases differ from
 // step to step so that a wrong PEXPIRE shows far beyond the tolerance.
+// Each lease set is longer than the lock's remaining one: baton's scripts
+// never shorten a lease, where Redisson's do, the one deliberate
+// difference (TestRedissonLeaseNeverShortens).
 var wireSequence = []wireOp{
 	{kind: "acquire", field: wireA, leaseMs: 30000},
-	{kind: "acquire", field: wireA, leaseMs: 40000}, // re-entry
-	{kind: "reenter", field: wireA, leaseMs: 50000}, // Reenter: Java's acquire by a holder
-	{kind: "acquire", field: wireB, leaseMs: 30000}, // held: PTTL
-	{kind: "renew", leaseMs: 35000, renew: []string{"", wireA, "", wireB, "other", wireA}},
+	{kind: "acquire", field: wireA, leaseMs: 40000, req: "a1"}, // re-entry, under a latch
+	{kind: "reenter", field: wireA, leaseMs: 50000, req: "a2"}, // Reenter: Java's acquire by a holder
+	{kind: "acquire", field: wireB, leaseMs: 30000, req: "a3"}, // held: PTTL
+	{kind: "renew", leaseMs: 60000, renew: []string{"", wireA, "", wireB, "other", wireA}},
 	{kind: "unlock", field: wireB, leaseMs: 25000, req: "r0"},    // not held: no latch
-	{kind: "unlock", field: wireA, leaseMs: 25000, req: "r1"},    // partial: latch 0
+	{kind: "unlock", field: wireA, leaseMs: 70000, req: "r1"},    // partial: latch 0
 	{kind: "unlock", field: wireA, leaseMs: 20000, req: "r1"},    // resent: replayed
 	{kind: "unlockDel", field: wireA, leaseMs: 20000, req: "r1"}, // resent, then the latch deleted
-	{kind: "unlock", field: wireA, leaseMs: 25000, req: "r2"},    // final: published, latch 1
-	{kind: "unlock", field: wireA, leaseMs: 25000, req: "r2"},    // resent: no second message
+	{kind: "unlock", field: wireA, leaseMs: 80000, req: "r2"},    // partial again: one hold left
+	{kind: "unlock", field: wireA, leaseMs: 25000, req: "r2"},    // resent: replayed
 	{kind: "unlockDel", field: wireA, leaseMs: 25000, req: "r2"},
-	{kind: "renew", leaseMs: 35000, renew: []string{"", wireA}}, // field gone
-	{kind: "acquire", field: wireB, leaseMs: 45000},
-	{kind: "acquire", field: wireA, leaseMs: 30000}, // held by B: PTTL
+	{kind: "renew", leaseMs: 90000, renew: []string{"", wireA}}, // renewed
+	{kind: "acquire", field: wireB, leaseMs: 45000},             // held by A: PTTL
+	{kind: "acquire", field: wireA, leaseMs: 100000},            // re-entry
 	{kind: "force"},
 	{kind: "force"}, // nothing to delete, nothing published
 	{kind: "fresh", field: wireA, leaseMs: 30000},
-	{kind: "unlockDel", field: wireA, leaseMs: 30000, req: "r3"},
+	{kind: "unlockDel", field: wireA, leaseMs: 30000, req: "r3"}, // final: published, latch 1, then deleted
 }
 
 // wireRun is what one run of the sequence left after each step.
@@ -180,21 +183,24 @@ func oursOp(ctx context.Context, rdb *redis.Client, k RedissonKeys, op wireOp) (
 	lease := time.Duration(op.leaseMs) * time.Millisecond
 	switch op.kind {
 	case "acquire", "fresh", "reenter":
-		acquire := map[string]func(context.Context, redis.Scripter, RedissonField, time.Duration) (RedissonAcquireResult, error){
-			"acquire": k.Acquire, "fresh": k.AcquireFresh, "reenter": k.Reenter}[op.kind]
-		r, err := acquire(ctx, rdb, mustField(op.field), lease)
+		acquire := map[string]func(context.Context, redis.Scripter, RedissonField, string, time.Duration) (RedissonAcquireResult, error){
+			"acquire": k.Acquire, "reenter": k.Reenter,
+			"fresh": func(ctx context.Context, rdb redis.Scripter, f RedissonField, _ string, lease time.Duration) (RedissonAcquireResult, error) {
+				return k.AcquireFresh(ctx, rdb, f, lease)
+			}}[op.kind]
+		r, err := acquire(ctx, rdb, mustField(op.field), op.req, lease)
+		if err == nil && op.req != "" { // under a latch, then dropped: the state Java's leaves
+			err = k.DropLatch(ctx, rdb, op.req)
+		}
 		if err != nil || r.Acquired {
 			return nil, err
 		}
 		return pttl(r.HolderTTL.Milliseconds()), nil
 	case "unlock", "unlockDel":
-		unlock := k.unlockOnce
-		if op.kind == "unlockDel" {
-			unlock = func(ctx context.Context, _ redis.Scripter, f RedissonField, req string, lease time.Duration) (ReleaseStatus, error) {
-				return k.Unlock(ctx, rdb, f, req, lease)
-			}
+		st, err := k.Unlock(ctx, rdb, mustField(op.field), op.req, lease)
+		if err == nil && op.kind == "unlockDel" {
+			err = k.DropLatch(ctx, rdb, op.req)
 		}
-		st, err := unlock(ctx, rdb, mustField(op.field), op.req, lease)
 		if st == NotHeld {
 			return nil, err
 		}

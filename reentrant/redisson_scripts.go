@@ -9,13 +9,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts of the Redisson format: lua/redisson_*.lua, each alone.
+// The scripts of the Redisson format: lua/redisson_*.lua, those that set a
+// lease after the lease rule (redissonScript).
 var (
-	redissonAcquireScript     = plainScript("redisson_acquire.lua")
-	redissonUnlockScript      = plainScript("redisson_unlock.lua")
-	redissonRenewScript       = plainScript("redisson_renew.lua")
+	redissonAcquireScript     = redissonScript("redisson_acquire.lua")
+	redissonUnlockScript      = redissonScript("redisson_unlock.lua")
+	redissonRenewScript       = redissonScript("redisson_renew.lua")
 	redissonForceUnlockScript = plainScript("redisson_force_unlock.lua")
 )
+
+// redissonScript is the script of file, run after redisson_lease.lua: a
+// lock's expiry in Redisson's format only moves later, so that a client's
+// validity, the latest lease it was granted, never outlasts the lock.
+// That is the one deliberate difference from Redisson's scripts, which
+// set the lease they are given, shorter or not.
+func redissonScript(file string) *script { return newScript(luaFiles("redisson_lease.lua", file)...) }
 
 // RedissonAcquireResult is the outcome of one acquire in Redisson's format.
 type RedissonAcquireResult struct {
@@ -42,41 +50,50 @@ const (
 const redissonHoldGone = -3
 
 // Acquire takes the lock for field with lease, or re-enters it (counting
-// one more hold and setting the lease) when field already holds it, exactly
-// as Redisson's acquire does. A resent call counts again: use it only where
-// no resend can happen, or for a re-entry that a lost reply may count twice
-// (see AcquireFresh).
-func (k RedissonKeys) Acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
-	return k.acquire(ctx, rdb, field, lease, redissonAcquireMode)
+// one more hold and extending the lease) when field already holds it, as
+// Redisson's acquire does but that a re-entry never shortens the lease.
+// Under a requestID, the script records its outcome in the request's
+// latch, and a resend or a replay under the same requestID returns that
+// outcome instead of counting again: the first run under it decides. Once
+// the reply is in, the caller deletes the latch with DropLatch. With
+// requestID "" it runs as Redisson's does, and a resend counts again: use
+// that only where no resend can happen.
+func (k RedissonKeys) Acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (RedissonAcquireResult, error) {
+	return k.acquire(ctx, rdb, field, requestID, lease, redissonAcquireMode)
 }
 
-// Reenter counts one more hold of a field that holds the lock, and sets
-// the lease, leaving what Redisson's acquire leaves then. When field does
-// not hold the lock it changes nothing and reports HoldGone: unlike
+// Reenter counts one more hold of a field that holds the lock, and
+// extends the lease, leaving what Redisson's acquire leaves then (but for
+// a shorter lease, which Redisson's sets and Reenter does not). When field
+// does not hold the lock it changes nothing and reports HoldGone: unlike
 // Acquire, it never takes a lock its holder has lost (expired, or
-// force-unlocked), so a holder's re-entry cannot hide the loss. A resent
-// call counts again, as Redisson's does.
-func (k RedissonKeys) Reenter(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
-	return k.acquire(ctx, rdb, field, lease, redissonReenterMode)
+// force-unlocked), so a holder's re-entry cannot hide the loss. A
+// requestID makes it replayable, as for Acquire.
+func (k RedissonKeys) Reenter(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (RedissonAcquireResult, error) {
+	return k.acquire(ctx, rdb, field, requestID, lease, redissonReenterMode)
 }
 
 // AcquireFresh takes the lock for a field that held nothing before the
 // call. A hold of field found by the script can then only be this call's
 // own earlier run (go-redis resends a script on a read timeout): it is
 // reported as acquired and not counted again, so a resend leaves the same
-// state as one run. The state one run leaves is Acquire's.
+// state as one run, with no latch. The state one run leaves is Acquire's.
 func (k RedissonKeys) AcquireFresh(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (RedissonAcquireResult, error) {
-	return k.acquire(ctx, rdb, field, lease, redissonFreshMode)
+	return k.acquire(ctx, rdb, field, "", lease, redissonFreshMode)
 }
 
 // acquire runs redisson_acquire.lua in mode for Acquire, AcquireFresh and
-// Reenter.
-func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration, mode string) (RedissonAcquireResult, error) {
+// Reenter, under requestID's latch unless it is "".
+func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration, mode string) (RedissonAcquireResult, error) {
 	ms, err := k.args(field, lease)
 	if err != nil {
 		return RedissonAcquireResult{}, err
 	}
-	pttl, err := redissonAcquireScript.Run(ctx, rdb, []string{k.Hash}, ms, field.s, mode).Int64()
+	keys, args := []string{k.Hash}, []any{ms, field.s, mode}
+	if requestID != "" {
+		keys, args = append(keys, k.LatchKey(requestID)), append(args, k.latchTTL.Milliseconds())
+	}
+	pttl, err := redissonAcquireScript.Run(ctx, rdb, keys, args...).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return RedissonAcquireResult{Acquired: true}, nil
@@ -89,27 +106,18 @@ func (k RedissonKeys) acquire(ctx context.Context, rdb redis.Scripter, field Red
 }
 
 // Unlock leaves one of field's holds, under requestID: a partial unlock
-// sets the lock's lease to lease and publishes nothing; the final one
-// deletes the lock and publishes RedissonUnlockMessage on its channel. The
-// script sets the request's latch for the namespace's LatchTTL, so a resend
-// of the script (go-redis resends on a read timeout) replays the first
-// result instead of leaving a second hold; once the reply is in, Unlock
-// deletes the latch, as Redisson does. requestID must be new for each
-// unlock (Redisson uses 16 random bytes in hex). lease is what Redisson
-// calls internalLockLeaseTime: the hold's fixed lease, or the watchdog's.
-func (k RedissonKeys) Unlock(ctx context.Context, rdb redis.Cmdable, field RedissonField, requestID string, lease time.Duration) (ReleaseStatus, error) {
-	st, err := k.unlockOnce(ctx, rdb, field, requestID, lease)
-	if err != nil {
-		return st, err
-	}
-	// Only memory depends on this delete: a latch that stays expires after
-	// LatchTTL, and no later call uses the same request ID.
-	_ = rdb.Del(ctx, k.LatchKey(requestID)).Err()
-	return st, nil
-}
-
-// unlockOnce runs the unlock script, leaving the latch behind.
-func (k RedissonKeys) unlockOnce(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (ReleaseStatus, error) {
+// extends the lock's lease to lease (never shortening it, where
+// Redisson's sets it) and publishes nothing; the final one deletes the
+// lock and publishes RedissonUnlockMessage on its channel. The script sets
+// the request's latch for the namespace's LatchTTL, so a resend of the
+// script (go-redis resends on a read timeout) replays the first result
+// instead of leaving a second hold. Once the reply is in, the caller
+// deletes the latch with DropLatch, as Redisson does, without waiting for
+// it; never before, or a resend would run again. requestID must be new for
+// each unlock (Redisson's: 16 random bytes in lowercase hex). lease is
+// what Redisson calls internalLockLeaseTime: the hold's fixed lease, or
+// the watchdog's.
+func (k RedissonKeys) Unlock(ctx context.Context, rdb redis.Scripter, field RedissonField, requestID string, lease time.Duration) (ReleaseStatus, error) {
 	ms, err := k.args(field, lease)
 	if err != nil {
 		return NotHeld, err
@@ -134,8 +142,17 @@ func (k RedissonKeys) unlockOnce(ctx context.Context, rdb redis.Scripter, field 
 	return NotHeld, fmt.Errorf("reentrant: redisson unlock %q: unexpected reply %d", k.Name, n)
 }
 
-// Renew sets the lock's lease to lease when field still holds it, as
-// Redisson's watchdog does (it may shorten a lease), and reports whether
+// DropLatch deletes request requestID's latch, once its Unlock (or
+// Acquire, or Reenter) has replied, as Redisson's unlock does after the
+// script. Only memory depends
+// on it: a latch that stays expires after LatchTTL, and no later call uses
+// the same request ID.
+func (k RedissonKeys) DropLatch(ctx context.Context, rdb redis.Cmdable, requestID string) error {
+	return rdb.Del(ctx, k.LatchKey(requestID)).Err()
+}
+
+// Renew extends the lock's lease to lease when field still holds it, as
+// Redisson's watchdog does (but never shortens it), and reports whether
 // field did; false means the hold is lost.
 func (k RedissonKeys) Renew(ctx context.Context, rdb redis.Scripter, field RedissonField, lease time.Duration) (bool, error) {
 	renewed, err := RedissonRenewBatch(ctx, rdb, []RedissonHold{{Keys: k, Field: field}}, lease)

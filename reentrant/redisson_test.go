@@ -72,7 +72,7 @@ func TestRedissonInvalidInput(t *testing.T) {
 	require.Equal(t, "c:x:y", f.String(), "the owner may hold ':': the client ID cannot")
 
 	var zero RedissonField
-	_, err = k.Acquire(ctx, rdb, zero, time.Second)
+	_, err = k.Acquire(ctx, rdb, zero, "", time.Second)
 	require.ErrorIs(t, err, ErrInvalidOwner)
 	_, err = k.Unlock(ctx, rdb, zero, "r", time.Second)
 	require.ErrorIs(t, err, ErrInvalidOwner)
@@ -84,7 +84,7 @@ func TestRedissonInvalidInput(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidLease)
 	_, err = RedissonKeys{}.ForceUnlock(ctx, rdb)
 	require.ErrorIs(t, err, ErrInvalidName)
-	_, err = RedissonKeys{}.Acquire(ctx, rdb, f, time.Second)
+	_, err = RedissonKeys{}.Acquire(ctx, rdb, f, "", time.Second)
 	require.ErrorIs(t, err, ErrInvalidName)
 
 	n, err := rdb.DBSize(ctx).Result()
@@ -122,27 +122,27 @@ func TestRedissonUnlockResendKeepsHold(t *testing.T) {
 	ctx, rdb, k := redissonSetup(t, "orders")
 	a, b := mustField("client-a:1"), mustField("client-b:1")
 	for range 2 {
-		r, err := k.Acquire(ctx, rdb, a, time.Minute)
+		r, err := k.Acquire(ctx, rdb, a, "", time.Minute)
 		require.NoError(t, err)
 		require.True(t, r.Acquired)
 	}
 	for range 2 { // the call and its resend
-		st, err := k.unlockOnce(ctx, rdb, a, "r1", time.Minute)
+		st, err := k.Unlock(ctx, rdb, a, "r1", time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, StillHeld, st)
 	}
-	r, err := k.Acquire(ctx, rdb, b, time.Minute)
+	r, err := k.Acquire(ctx, rdb, b, "", time.Minute)
 	require.NoError(t, err)
 	require.False(t, r.Acquired, "a still holds one hold")
 
 	// The final unlock, resent after b took the lock, leaves b's hold alone.
-	st, err := k.unlockOnce(ctx, rdb, a, "r2", time.Minute)
+	st, err := k.Unlock(ctx, rdb, a, "r2", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, Released, st)
-	r, err = k.Acquire(ctx, rdb, b, time.Minute)
+	r, err = k.Acquire(ctx, rdb, b, "", time.Minute)
 	require.NoError(t, err)
 	require.True(t, r.Acquired)
-	st, err = k.unlockOnce(ctx, rdb, a, "r2", time.Minute)
+	st, err = k.Unlock(ctx, rdb, a, "r2", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, Released, st, "replayed")
 	require.Equal(t, map[string]string{b.String(): "1"}, rdb.HGetAll(ctx, k.Hash).Val())
@@ -150,8 +150,9 @@ func TestRedissonUnlockResendKeepsHold(t *testing.T) {
 	st, err = k.Unlock(ctx, rdb, b, "r3", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, Released, st)
-	require.Zero(t, rdb.Exists(ctx, k.LatchKey("r3")).Val(), "Unlock deletes its latch once the reply is in")
-	require.EqualValues(t, 2, rdb.Exists(ctx, k.LatchKey("r1"), k.LatchKey("r2")).Val(), "the script alone leaves it")
+	require.EqualValues(t, 3, rdb.Exists(ctx, k.LatchKey("r1"), k.LatchKey("r2"), k.LatchKey("r3")).Val(), "Unlock leaves its latch")
+	require.NoError(t, k.DropLatch(ctx, rdb, "r3"))
+	require.Zero(t, rdb.Exists(ctx, k.LatchKey("r3")).Val(), "DropLatch deletes it")
 }
 
 func TestRedissonRenew(t *testing.T) {
@@ -162,12 +163,12 @@ func TestRedissonRenew(t *testing.T) {
 	require.False(t, ok, "nothing held")
 	require.Zero(t, rdb.Exists(ctx, k.Hash).Val(), "renew never creates the lock")
 
-	_, err = k.Acquire(ctx, rdb, a, time.Minute)
+	_, err = k.Acquire(ctx, rdb, a, "", time.Minute)
 	require.NoError(t, err)
-	ok, err = k.Renew(ctx, rdb, a, 10*time.Second)
+	ok, err = k.Renew(ctx, rdb, a, 2*time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.LessOrEqual(t, rdb.PTTL(ctx, k.Hash).Val(), 10*time.Second, "set as it is, as Redisson's watchdog does")
+	require.Greater(t, rdb.PTTL(ctx, k.Hash).Val(), 110*time.Second, "extended, as Redisson's watchdog does")
 
 	renewed, err := RedissonRenewBatch(ctx, rdb, nil, time.Second)
 	require.NoError(t, err)
@@ -186,22 +187,22 @@ func TestIsRedissonWake(t *testing.T) {
 func TestRedissonReenterNeverTakesALostLock(t *testing.T) {
 	ctx, rdb, k := redissonSetup(t, "orders")
 	a := mustField("client-a:1")
-	r, err := k.Reenter(ctx, rdb, a, time.Minute)
+	r, err := k.Reenter(ctx, rdb, a, "", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, RedissonAcquireResult{HoldGone: true}, r)
 	require.Zero(t, rdb.Exists(ctx, k.Hash).Val(), "a free lock stays free")
 
-	_, err = k.Acquire(ctx, rdb, mustField("client-b:1"), time.Minute)
+	_, err = k.Acquire(ctx, rdb, mustField("client-b:1"), "", time.Minute)
 	require.NoError(t, err)
-	r, err = k.Reenter(ctx, rdb, a, time.Minute)
+	r, err = k.Reenter(ctx, rdb, a, "", time.Minute)
 	require.NoError(t, err)
 	require.True(t, r.HoldGone, "another's lock is no re-entry")
 
 	_, err = k.ForceUnlock(ctx, rdb)
 	require.NoError(t, err)
-	_, err = k.Acquire(ctx, rdb, a, time.Minute)
+	_, err = k.Acquire(ctx, rdb, a, "", time.Minute)
 	require.NoError(t, err)
-	r, err = k.Reenter(ctx, rdb, a, 2*time.Minute)
+	r, err = k.Reenter(ctx, rdb, a, "", 2*time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, RedissonAcquireResult{Acquired: true}, r)
 	require.Equal(t, map[string]string{a.String(): "2"}, rdb.HGetAll(ctx, k.Hash).Val())

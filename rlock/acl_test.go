@@ -216,6 +216,11 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	if _, err := b.Lock(ctx, name, WaitAtMost(400*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
 		return errors.Join(err, errors.New("a waiter did not give up"))
 	}
+	if a.wire != nil {
+		if err := wireUnsubscribe(ctx, a, b, name+"/alone"); err != nil {
+			return err
+		}
+	}
 	// Wire mode has no RW lock and no semaphore (ErrWireUnsupported): its
 	// rules need none.
 	var read *Lock
@@ -256,6 +261,21 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 		return errors.Join(err, errors.New("ForceUnlock found nothing"))
 	}
 	return nil
+}
+
+// wireUnsubscribe has b wait for name, held by a, alone in its line, and
+// give up: the line's last waiter unsubscribes, in the background. The
+// waiters on aclWorkload's own lock leave their line only just before the
+// clients close, which would cut that UNSUBSCRIBE short.
+func wireUnsubscribe(ctx context.Context, a, b *Client, name string) error {
+	held, err := a.Lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	if _, err := b.Lock(ctx, name, WaitAtMost(400*time.Millisecond)); !errors.Is(err, ErrNotObtained) {
+		return errors.Join(err, errors.New("a waiter alone in its line did not give up"))
+	}
+	return held.Unlock(ctx)
 }
 
 // rwWorkload starts the RW lock's part of aclWorkload: a's read, which

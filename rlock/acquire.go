@@ -2,10 +2,11 @@ package rlock
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -295,5 +296,13 @@ func isServerReply(err error) bool {
 }
 
 // newRequestID names one script call for replay. It only has to be unique
-// among one resource's requests within the request TTL.
-func newRequestID() string { return strconv.FormatUint(rand.Uint64(), 36) }
+// among one resource's requests within the request TTL; it is 16 random
+// bytes as 32 lowercase hex characters, the form of Java Redisson's
+// request IDs (ServiceManager.generateId), which a wire-mode unlock's
+// latch carries in its key.
+func newRequestID() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	return hex.EncodeToString(b[:])
+}

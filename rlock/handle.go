@@ -78,6 +78,9 @@ func (l *handle) unlock(ctx context.Context) error {
 		defer cancel()
 	}
 	endedBeforeSend := h.endCause() != nil
+	if endedBeforeSend && releasesBlind(h.res) {
+		return h.finishHandle(l)
+	}
 	res, err := h.res.release(ctx, h.owner, h.token, l.unlockReq)
 	if err != nil {
 		if h.endCause() == nil {

@@ -10,23 +10,28 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// wakeLines are the lock channels a client's waiters in Redisson's format
-// listen on: one line per channel, while the lock has waiters here.
+// wakeLines are where a client's waiters in Redisson's format wait: one
+// line per lock, while the lock has waiters here, each with a subscription
+// of its own to the lock's channel.
 // Redisson's waiters are not queued in Redis; an unlock publishes "0" and
 // every waiter anywhere may try again. So that the waiters of one process
 // do not all try at once, a line queues them, first come first served, and
 // only its head contends with Redis: it alone reads the line's
-// subscription and looks. When the head leaves (it took the lock, its wait
+// subscription and looks. A line is per lock, not per channel: Redisson's
+// naming gives N and {N} one channel, and each lock's head must hear
+// every message on it, or a waiter for one lock queued behind a waiter
+// for the other would never look while the other stays held. When the head leaves (it took the lock, its wait
 // ended, or it failed), the next one becomes head and looks at once, so a
 // wake-up the old head took and did not use is passed on. A "1" (a write
 // lock's unlock) and a resync nudge every waiter of the line to look.
 type wakeLines struct {
-	mu    sync.Mutex // guards lines, and every line's queue
-	lines map[string]*wakeLine
+	mu    sync.Mutex           // guards lines, and every line's queue
+	lines map[string]*wakeLine // by the lock's key
 }
 
-// wakeLine is one lock channel's line.
+// wakeLine is one lock's line.
 type wakeLine struct {
+	lock    string // the lock's key
 	channel string
 	ready   chan struct{} // closed once the subscription is made, or failed
 	sub     *notify.Subscription
@@ -41,14 +46,14 @@ type wakeTicket struct {
 	nudge chan struct{} // buffered by one: look again now
 }
 
-// join puts a waiter at the end of channel's line and returns once the
-// line's subscription is confirmed. head says the waiter is first: it must
+// join puts a waiter at the end of lock's line, which listens on channel,
+// and returns once the line's subscription is confirmed. head says the waiter is first: it must
 // look at once, since nobody looked for it since the subscription. The
 // first waiter of a line subscribes for it, under its own ctx; if that
 // fails, the ones queued behind it start a line of their own.
-func (ls *wakeLines) join(ctx context.Context, hub *notify.Hub, channel string) (t *wakeTicket, head bool, err error) {
+func (ls *wakeLines) join(ctx context.Context, hub *notify.Hub, lock, channel string) (t *wakeTicket, head bool, err error) {
 	for {
-		t, creator := ls.enqueue(channel)
+		t, creator := ls.enqueue(lock, channel)
 		if creator {
 			sub, err := hub.SubscribeEvery(ctx, channel)
 			ls.settle(t.line, sub, err)
@@ -66,18 +71,18 @@ func (ls *wakeLines) join(ctx context.Context, hub *notify.Hub, channel string) 
 	}
 }
 
-// enqueue puts a new ticket at the end of channel's line, making the
-// line if there is none; creator says it did.
-func (ls *wakeLines) enqueue(channel string) (t *wakeTicket, creator bool) {
+// enqueue puts a new ticket at the end of lock's line, making the line
+// (on channel) if there is none; creator says it did.
+func (ls *wakeLines) enqueue(lock, channel string) (t *wakeTicket, creator bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	l := ls.lines[channel]
+	l := ls.lines[lock]
 	if l == nil {
-		l = &wakeLine{channel: channel, ready: make(chan struct{})}
+		l = &wakeLine{lock: lock, channel: channel, ready: make(chan struct{})}
 		if ls.lines == nil {
 			ls.lines = map[string]*wakeLine{}
 		}
-		ls.lines[channel] = l
+		ls.lines[lock] = l
 		creator = true
 	}
 	t = &wakeTicket{lines: ls, line: l, nudge: make(chan struct{}, 1)}
@@ -92,8 +97,8 @@ func (ls *wakeLines) settle(l *wakeLine, sub *notify.Subscription, err error) {
 	l.sub, l.err = sub, err
 	if err != nil {
 		l.queue = nil
-		if ls.lines[l.channel] == l {
-			delete(ls.lines, l.channel)
+		if ls.lines[l.lock] == l {
+			delete(ls.lines, l.lock)
 		}
 	}
 	ls.mu.Unlock()
@@ -165,8 +170,8 @@ func (t *wakeTicket) Close() {
 	var unsub *notify.Subscription
 	switch {
 	case len(l.queue) == 0:
-		if ls.lines[l.channel] == l {
-			delete(ls.lines, l.channel)
+		if ls.lines[l.lock] == l {
+			delete(ls.lines, l.lock)
 		}
 		unsub = l.sub
 	case i == 0:

@@ -29,7 +29,21 @@ import (
 // hold. Waiters are woken by Redisson's unlock messages and try again;
 // within a process only the first waiter of a lock tries. Holds have no
 // fencing token: Token returns 0 (see Lock.Token). The watchdog renews
-// with Redisson's renewal script; the default lease, 30 s, is Java's.
+// with Redisson's renewal script; the default lease, 30 s, is Java's. A
+// lock's expiry in Redis only moves later: a re-entry, a partial unlock or
+// a renewal with a shorter lease keeps the longer one, where Redisson's
+// own scripts would shorten it under a hold that counts on it.
+//
+// A hold in this format is its field, with no token, so a release acts on
+// whatever hold the owner's field has when it arrives. A handle whose hold
+// has ended (its lease ran out, or it was lost) therefore sends no release
+// (its Unlock returns the end cause): with WithOwner, the same owner may
+// hold the lock again by then. Two cases stay beyond a client's knowledge:
+// a release sent while the hold was valid, delayed on the network past
+// the lock's expiry and past the same owner's next acquire, still ends
+// that next hold; and clients (Go or Java) given the same clientID and
+// owner are one holder to Redis, whose releases count down one another's
+// holds.
 func WithRedissonWire(clientID string) Option {
 	return func(c *config) {
 		c.wire = true
@@ -76,7 +90,8 @@ func (m *wireMode) lock(c *Client, name string, lease time.Duration) (*wireLock,
 	if err != nil {
 		return nil, lower(err)
 	}
-	return &wireLock{keys: k, userName: name, clientID: m.clientID, rdb: c.rdb, lease: lease}, nil
+	return &wireLock{keys: k, userName: name, clientID: m.clientID, rdb: c.rdb, lease: lease,
+		background: &c.background}, nil
 }
 
 // wireLock is a lock in Redisson's RLock format: a hash of
@@ -90,6 +105,8 @@ type wireLock struct {
 	// lease is what Redisson calls internalLockLeaseTime: the lease a
 	// partial unlock leaves.
 	lease time.Duration
+	// background deletes request latches, after the call's reply.
+	background *cleanups
 }
 
 func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash, face: lockFace} }
@@ -107,16 +124,16 @@ func (w *wireLock) aliveTTL() time.Duration { return 0 }
 // subscribe), and the wait loop reads none of them as a grant.
 func (w *wireLock) claims(reentrant.Grant) bool { return false }
 
-// subscribe puts the call in the client's local line for the lock's
-// channel. Only where the line already exists is that free of a round
-// trip, and a call that would join one waits behind it anyway: unless
-// always, it returns nil, and the call's first acquire goes out alone, as
-// Java's does.
+// subscribe puts the call in the client's local line for the lock, on
+// the lock's channel. Only where the line already exists is that free of
+// a round trip, and a call that would join one waits behind it anyway:
+// unless always, it returns nil, and the call's first acquire goes out
+// alone, as Java's does.
 func (w *wireLock) subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error) {
 	if !always {
 		return nil, nil
 	}
-	t, head, err := c.wire.lines.join(ctx, c.hub, w.keys.Channel)
+	t, head, err := c.wire.lines.join(ctx, c.hub, w.keys.Hash, w.keys.Channel)
 	if err != nil {
 		return nil, err
 	}
@@ -133,33 +150,74 @@ func (w *wireLock) field(owner string) (reentrant.RedissonField, error) {
 }
 
 // acquire takes the lock as Redisson's acquire does. A new owner's
-// acquire is AcquireFresh, which a resend cannot count twice; a re-entry
-// through a handle never takes a lock its hold has lost (HoldGone).
+// acquire is AcquireFresh, which a resend cannot count twice. Any other
+// (a first acquire under WithOwner, whose field may hold the lock already
+// through another client or a Java thread sharing it, or a re-entry) runs
+// under its request ID's latch, so that a resend, or the undo of a call
+// given up, replays the first run instead of counting again; the latch's
+// DEL goes out in the background once the reply is in. A re-entry through
+// a handle never takes a lock its hold has lost (HoldGone).
 func (w *wireLock) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	f, err := w.field(call.owner)
 	if err != nil {
 		return reentrant.AcquireResult{}, err
 	}
-	run := w.keys.Acquire
+	var r reentrant.RedissonAcquireResult
 	switch {
-	case call.reentry:
-		run = w.keys.Reenter
 	case call.newOwner:
-		run = w.keys.AcquireFresh
+		r, err = w.keys.AcquireFresh(ctx, w.rdb, f, call.lease)
+	case call.reentry:
+		r, err = w.keys.Reenter(ctx, w.rdb, f, call.requestID, call.lease)
+	default:
+		r, err = w.keys.Acquire(ctx, w.rdb, f, call.requestID, call.lease)
 	}
-	r, err := run(ctx, w.rdb, f, call.lease)
+	if err == nil && call.requestID != "" {
+		w.dropLatch(call.requestID)
+	}
 	return reentrant.AcquireResult{Acquired: r.Acquired, HolderTTL: r.HolderTTL, HoldGone: r.HoldGone}, err
+}
+
+// dropLatch deletes requestID's latch in the background, once the call's
+// reply is in, as Java sends that DEL without waiting for it; never
+// before, or a resend would run again.
+func (w *wireLock) dropLatch(requestID string) {
+	w.background.run(w.keys.LatchTTL(), func(ctx context.Context) { _ = w.keys.DropLatch(ctx, w.rdb, requestID) })
 }
 
 // release is Redisson's unlock under requestID, whose latch makes a
 // resend replay it. The hold count left is not reported (Remaining 0).
+// Once the reply is in, the latch's DEL goes out in the background
+// (dropLatch): a Lock and Unlock take two round trips, as Java's do.
+// Until the reply, a retry under requestID replays it.
 func (w *wireLock) release(ctx context.Context, owner string, _ uint64, requestID string) (reentrant.ReleaseResult, error) {
 	f, err := w.field(owner)
 	if err != nil {
 		return reentrant.ReleaseResult{}, err
 	}
 	st, err := w.keys.Unlock(ctx, w.rdb, f, requestID, w.lease)
+	if err == nil {
+		w.dropLatch(requestID)
+	}
 	return reentrant.ReleaseResult{Status: st}, err
+}
+
+// blindRelease is a resource whose release cannot tell one hold of an
+// owner from the next, having no token: it acts on whatever hold the
+// owner's field has when it arrives.
+type blindRelease interface{ releasesBlind() }
+
+// releasesBlind: a hold in Redisson's format is its field, and the field
+// is the owner's, whichever hold of the owner it is.
+func (w *wireLock) releasesBlind() {}
+
+// releasesBlind reports whether res's release is blind. A handle whose
+// hold has ended sends such a release never: the same owner may hold the
+// lock again by then (a WithOwner owner, once the lease ran out), and the
+// release would end that hold. A hold that ended while Redis still kept it
+// (its renewal failed) then stays in Redis until its lease ends.
+func releasesBlind(res resource) bool {
+	_, ok := res.(blindRelease)
+	return ok
 }
 
 // leave has nothing to do: a Redisson waiter is not in Redis.

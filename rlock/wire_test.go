@@ -284,7 +284,7 @@ func TestWireWaitersQueueLocally(t *testing.T) {
 	require.Eventually(t, func() bool {
 		c.wire.lines.mu.Lock()
 		defer c.wire.lines.mu.Unlock()
-		l := c.wire.lines.lines[javaChannel("orders")]
+		l := c.wire.lines.lines["orders"]
 		return l != nil && len(l.queue) == waiters
 	}, 10*time.Second, time.Millisecond)
 	// Each waiter's first try, and the head's look once subscribed.

@@ -2,7 +2,7 @@
 -- field still holds it, as Redisson's watchdog does: a batch of locks, all
 -- in one cluster slot, renewed to one lease.
 -- KEYS[i] locks[i]: the i-th lock's hash
--- ARGV[1] leaseMs: the lease in ms, set as it is (it may shorten a lease)
+-- ARGV[1] leaseMs: the lease in ms; a longer one is kept (redisson_lease.lua)
 -- ARGV[1+i] fields[i]: the field holding the i-th lock
 -- Returns one number per lock: 1 renewed, 0 its field is gone (the hold
 -- was lost; nothing changed).
@@ -16,7 +16,7 @@ end
 local renewed = {}
 for i, lock in ipairs(locks) do
   if redis.call('hexists', lock, fields[i]) == 1 then
-    redis.call('pexpire', lock, leaseMs)
+    extendLease(lock, leaseMs)
     renewed[i] = 1
   else
     renewed[i] = 0

@@ -1,7 +1,7 @@
 -- Leave one hold of a lock in Redisson's RLock format, under a request ID
 -- whose latch makes a resent call replay its first result, as Redisson's
--- unlock does. A partial unlock keeps the lock for leaseMs more and
--- publishes nothing; the last one deletes the lock and publishes the
+-- unlock does. A partial unlock keeps the lock for at least leaseMs more
+-- (never less than it had: redisson_lease.lua) and publishes nothing; the last one deletes the lock and publishes the
 -- unlock message on the lock's channel.
 -- KEYS[1] lock: the lock's hash
 -- KEYS[2] channel: the lock's channel
@@ -29,7 +29,7 @@ end
 local result = 1
 if redis.call('hincrby', lock, field, -1) > 0 then
   result = 0
-  redis.call('pexpire', lock, leaseMs)
+  extendLease(lock, leaseMs)
 else
   -- Publish before deleting: a missing channel permission fails the script
   -- with the lock as it was.
