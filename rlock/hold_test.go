@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -242,12 +243,17 @@ func TestForeignForceUnlockIsALoss(t *testing.T) {
 
 // A clean Unlock is never reported as a loss, even with renewals racing
 // the release.
+//
+// Renewals every 50 ms race the releases. A hold whose validity passed
+// before its Unlock began was lost, not unlocked cleanly, and its report
+// is right: a hand-off's validity counts from the waiter's last look (up
+// to lease/3 = 50 ms before the grant), so a loaded machine that delays
+// the grant's delivery, the first renewal's answer and the holder by
+// some 50–100 ms in all ends it. Such holds are counted apart; every other
+// report is of a clean Unlock, and fails the test.
 func TestCleanUnlockIsNeverReportedLost(t *testing.T) {
 	ctx, srv := serve(t)
-	var losses atomic.Int32
-	// Renewals every 50ms race the releases; the lease leaves a loaded
-	// machine 148ms of scheduling delay before a late renewal is a real
-	// loss, which this test must not count as a clean unlock's.
+	var losses, lostWhileHeld atomic.Int32
 	c := newClient(t, srv, WithWatchdogLease(150*time.Millisecond),
 		WithLostHandler(func(string, error) { losses.Add(1) }))
 	deadline := time.Now().Add(2 * time.Second)
@@ -261,6 +267,13 @@ func TestCleanUnlockIsNeverReportedLost(t *testing.T) {
 					return
 				}
 				time.Sleep(time.Duration(10+(g*7)%40) * time.Millisecond)
+				if l.Context().Err() != nil { // ended before Unlock began
+					lostWhileHeld.Add(1)
+					if err := l.Unlock(ctx); err != nil {
+						assert.ErrorIs(t, err, ErrLockLost)
+					}
+					continue
+				}
 				if assertNoError(t, l.Unlock(ctx)) {
 					unlocks.Add(1)
 				}
@@ -269,7 +282,8 @@ func TestCleanUnlockIsNeverReportedLost(t *testing.T) {
 	}
 	wg.Wait()
 	require.Positive(t, unlocks.Load())
-	require.Zero(t, losses.Load(), "clean unlocks reported as lost, out of %d", unlocks.Load())
+	require.Equal(t, lostWhileHeld.Load(), losses.Load(),
+		"clean unlocks reported as lost, out of %d (and %d holds lost before Unlock)", unlocks.Load(), lostWhileHeld.Load())
 }
 
 // A typed nil client is a nil client, whatever its type.

@@ -169,7 +169,11 @@ func scriptCallsBetweenRounds(t *testing.T, rdb *redis.Client, spy *scriptSpy) (
 // TestExpiredHoldIsPurgedByTheServerClock shows the purge goes by TIME.
 func TestSemaphoreScriptsGetNoClientClock(t *testing.T) {
 	ctx, srv := serve(t)
-	c, spy := spiedClient(t, srv.Client(), WithWatchdogLease(150*time.Millisecond))
+	// The watchdog's lease only has to bring a renewal round in the test's
+	// life; shortLease's leaves a renewal ~290 ms to be answered (sent by
+	// half the lease, valid until the lease less 8 ms), where 150 ms left
+	// ~70 ms, which a loaded -race run overran.
+	c, spy := spiedClient(t, srv.Client(), WithWatchdogLease(shortLease))
 	other := newClient(t, srv)
 	sem := c.Semaphore("clock", 2)
 	p, err := sem.Acquire(ctx, 2)
@@ -177,7 +181,9 @@ func TestSemaphoreScriptsGetNoClientClock(t *testing.T) {
 	waiting := acquireInBackground(ctx, sem, 1)
 	fixed := acquireInBackground(ctx, other.Semaphore("clock", 2), 1)
 	waitForSemQueued(t, srv, "clock", 2)
-	time.Sleep(200 * time.Millisecond) // a renewal round
+	// A renewal round (the only pipeline in baton's format), whose scripts
+	// are checked too.
+	require.Eventually(t, func() bool { return spy.finished() > 0 }, fast, time.Millisecond)
 	require.NoError(t, sem.SetMax(ctx, 3))
 	q := receivePermit(t, waiting)
 	_, err = sem.Inspect(ctx)

@@ -33,8 +33,14 @@
 // Scheduling rule: at each tick t, a lease is due when its last renewal was
 // sent at or before t - tick/2. A lease renewed in the previous tick is
 // therefore renewed again, and one watched within the last half tick waits
-// for the next, so renewals are at most 1.5 ticks apart while the renew
-// calls succeed, and the TTL left at a renewal stays at about Lease/2 or more.
+// for the next. A lease due already when watched (the command that took it
+// was sent half a tick or more before: a slow acquire) is renewed at once,
+// or as soon as the round in flight ends. So, counted from the send of the
+// command that took the lease, renewals are at most 1.5 ticks apart while
+// the renew calls succeed (unless that command alone took longer), and the
+// TTL left at a renewal stays at about Lease/2 or more. A renewal whose reply
+// is lost is sent again by the next round, at most a tick later, with at
+// least half a tick less Margin left to be confirmed in.
 // Due leases are sent earliest deadline first, so leases that a slow round
 // did not reach go first in the next one.
 package watchdog

@@ -62,8 +62,7 @@ func (s *Scheduler[T]) startRound(now time.Time, done chan<- struct{}) bool {
 // now - tick/2, earliest deadline first, so that leases a timed-out round did
 // not reach go first in the next.
 func (s *Scheduler[T]) dueAt(now time.Time) []*entry[T] {
-	// deadline = last renewal + valid, so this cutoff is the rule above.
-	cutoff := now.Add(s.valid - s.tick/2)
+	cutoff := s.dueCutoff(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var due []*entry[T]
@@ -75,6 +74,11 @@ func (s *Scheduler[T]) dueAt(now time.Time) []*entry[T] {
 	slices.SortFunc(due, func(a, b *entry[T]) int { return a.deadline.Compare(b.deadline) })
 	return due
 }
+
+// dueCutoff is the latest deadline of a lease due at now: deadline = last
+// renewal + valid, so a lease is due when its last renewal was sent at or
+// before now - tick/2.
+func (s *Scheduler[T]) dueCutoff(now time.Time) time.Time { return now.Add(s.valid - s.tick/2) }
 
 // renewRound renews due batch after batch. The whole round gets one tick, so
 // it never delays the next tick's round by more than that.

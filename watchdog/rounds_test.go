@@ -89,3 +89,29 @@ func TestSuccessAnsweredAtDeadlineDoesNotRevive(t *testing.T) {
 		})
 	}
 }
+
+// A lease whose taking command was sent half a tick or more before Watch
+// (a slow acquire: a lost reply and a resend) is due already: it is
+// renewed at once, not a tick later, so its first renewal still comes
+// within 1.5 ticks of that send, and a lost renewal reply leaves a round
+// to renew it before its deadline.
+func TestLeaseAlreadyDueWhenWatchedIsRenewedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRenew{}
+		s := newScheduler(t, f, 0)
+		defer s.Close()
+		t0 := time.Now()
+		sleepUntil(t0.Add(tick / 20)) // just after a tick
+		watched := time.Now()
+		watch(t, s, "slow acquire", watched.Add(-tick*9/10))
+		watch(t, s, "fast acquire", watched)
+		synctest.Wait()
+
+		sleepUntil(t0.Add(tick))
+
+		require.Equal(t, []call{
+			{watched, []string{"slow acquire"}},
+			{t0.Add(tick), []string{"slow acquire", "fast acquire"}},
+		}, f.recorded())
+	})
+}

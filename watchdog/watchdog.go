@@ -104,6 +104,7 @@ type Scheduler[T any] struct {
 	ctx       context.Context // cancelled by Close; parent of every renew ctx
 	cancel    context.CancelFunc
 	wake      chan struct{} // tells run that Watch added a new earliest deadline
+	due       chan struct{} // tells run that Watch added a lease due already: renew now
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
@@ -135,6 +136,7 @@ func New[T any](cfg Config[T]) (*Scheduler[T], error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		wake:      make(chan struct{}, 1),
+		due:       make(chan struct{}, 1),
 	}
 	s.wg.Go(s.run)
 	return s, nil
@@ -142,7 +144,10 @@ func New[T any](cfg Config[T]) (*Scheduler[T], error) {
 
 // Watch registers a held lease for item. validFrom is when the command that
 // took the lock was sent: the lease is valid until validFrom+Lease-Margin
-// unless renewed. onLost, if not nil, is called at most once, from a goroutine of
+// unless renewed. A lease due already (validFrom half a tick or more ago:
+// a slow acquire) is renewed at once, not at the next tick, which may
+// come too late for a renewal whose reply is lost to be sent again before
+// the deadline. onLost, if not nil, is called at most once, from a goroutine of
 // the scheduler, with a cause wrapping ErrNotHeld or ErrExpired; it must not
 // block or call Close (Close waits for it), though it may call Stop or Watch.
 // Watch returns ErrClosed after Close.
@@ -155,18 +160,29 @@ func (s *Scheduler[T]) Watch(item T, validFrom time.Time, onLost func(cause erro
 	}
 	heap.Push(&s.leases, e)
 	// Wake run only when its expiry timer would fire too late for this
-	// deadline. A fresh lease's deadline is a whole lease away and the
-	// timer never sleeps past a tick, so the common Watch wakes nobody: a
-	// goroutine wake-up per Lock would cost more than the lock itself.
+	// deadline, or the lease is due. A fresh lease's deadline is a whole
+	// lease away and the timer never sleeps past a tick, so the common
+	// Watch wakes nobody: a goroutine wake-up per Lock would cost more
+	// than the lock itself. run's loop re-arms the expiry timer whichever
+	// channel woke it.
+	due := !e.deadline.After(s.dueCutoff(time.Now()))
 	early := e.deadline.Before(s.nextExpiry)
 	s.mu.Unlock()
-	if early {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+	switch {
+	case due:
+		signal(s.due)
+	case early:
+		signal(s.wake)
 	}
 	return &e.Lease, nil
+}
+
+// signal wakes run through ch, unless a wake-up is pending on it already.
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // Len reports how many leases are live: watched, not stopped and not lost.
@@ -222,6 +238,8 @@ func (s *Scheduler[T]) run() {
 		case <-ticker.C:
 			s.ticks.Add(1)
 			pending = true // a tick during a round is served when the round ends
+		case <-s.due:
+			pending = true // as a tick
 		case <-roundDone:
 			running = false
 		case <-s.wake:

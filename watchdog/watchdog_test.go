@@ -172,22 +172,23 @@ func TestHangingRenewStillLosesAtDeadline(t *testing.T) {
 		s := newScheduler(t, f, 0)
 		defer s.Close()
 		t0 := time.Now()
-		// The deadline falls in the middle of the second call.
+		// Due when watched, so sent at once; the deadline falls in the
+		// middle of the third call.
 		w := watch(t, s, "a", t0.Add(-tick/2))
 
 		sleepUntil(t0.Add(2*tick + tick/2))
 
 		w.requireLostAt(t, t0.Add(2*tick+tick/2), watchdog.ErrExpired)
 		_, _, cause := w.loss()
-		require.ErrorIs(t, cause, context.DeadlineExceeded, "the first call's timeout is the last error")
+		require.ErrorIs(t, cause, context.DeadlineExceeded, "the second call's timeout is the last error")
 		mu.Lock()
 		require.Equal(t, 1, inFlight, "loss did not wait for the hanging call")
 		mu.Unlock()
 
 		sleepUntil(t0.Add(4 * tick))
-		require.Equal(t, []time.Time{t0.Add(tick), t0.Add(2 * tick)}, f.callsWith("a"))
-		require.Equal(t, []time.Duration{tick, tick}, timeouts)
-		require.Equal(t, []error{context.DeadlineExceeded, context.DeadlineExceeded}, ctxErrs)
+		require.Equal(t, []time.Time{t0, t0.Add(tick), t0.Add(2 * tick)}, f.callsWith("a"))
+		require.Equal(t, []time.Duration{tick, tick, tick}, timeouts)
+		require.Equal(t, []error{context.DeadlineExceeded, context.DeadlineExceeded, context.DeadlineExceeded}, ctxErrs)
 	})
 }
 

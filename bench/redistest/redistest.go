@@ -87,9 +87,11 @@ func binary(tb testing.TB, name string) string {
 
 // Start launches redis-server on a free loopback port, without persistence,
 // and stops it when the test ends. Extra args are appended to the command
-// line, e.g. "--cluster-enabled", "yes".
+// line, e.g. "--cluster-enabled", "yes". Until the test ends, go-redis's
+// log lines go to its log, printed only if it fails (see testLogger).
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
+	logTo(tb)
 	proc, err := redisproc.Start(redisproc.Config{Bin: Binary(tb), Dir: tb.TempDir(), Args: withACLUser(args)})
 	if err != nil {
 		tb.Fatalf("redistest: %v", err)
