@@ -253,14 +253,14 @@ func TestRWQueuedCallJoinsItsOwnersHold(t *testing.T) {
 	left, err := write.Leave(ctx, rdb, c.waiter("b"), "B", testLease, false)
 	require.NoError(t, err)
 	require.False(t, left, "B only leaves the queue")
-	r, err := read.Acquire(ctx, rdb, "A-a0", "req-a0", testLease, 0, c.waiter("a0"))
-	require.NoError(t, err)
-	require.True(t, r.Acquired, "a0's look grants the reads queued")
 	var got []string
 	for _, g := range c.grants(t) {
 		got = append(got, g.Waiter)
 	}
-	require.ElementsMatch(t, append(readers[1:], "o2"), got)
+	require.ElementsMatch(t, append(readers, "o2"), got, "B, the queue's head, grants the reads queued behind it as it leaves")
+	r, err := read.Acquire(ctx, rdb, "A-a0", "req-a0", testLease, 0, c.waiter("a0"))
+	require.NoError(t, err)
+	require.True(t, r.Acquired, "a0's look finds its grant")
 	want := map[string]int64{"r:O": 2}
 	for _, id := range readers {
 		want["r:A-"+id] = 1

@@ -318,6 +318,17 @@ local function finish(r, plan, now)
   settle(r, plan.used, commitGrants(r, plan, now))
 end
 
+-- grantQueue grants what fits of the queue's head (see planGrants), the
+-- caller asking for nothing itself, and writes it: the grant of a script
+-- that frees nothing itself, but may have unblocked the queue (a pass, a
+-- leave of the queue's head). It returns whether the grant stopped at its
+-- bound (the plan's left).
+local function grantQueue(r, now)
+  local plan = planGrants(r, purge(r, now), r.size, '')
+  finish(r, plan, now)
+  return plan.left
+end
+
 -- leaveHold ends one count of held, the hold at field, of a resource whose
 -- holds use used (see purge). The last count frees the hold's weight, and
 -- what fits of the queue is granted in the same script: its messages go
