@@ -9,11 +9,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts of the Redisson format: lua/redisson_*.lua, each alone.
+// The scripts of the Redisson format: lua/redisson_*.lua, the acquire and
+// the renewal after master.lua (they refuse to run on a replica).
 var (
-	redissonAcquireScript     = plainScript("redisson_acquire.lua")
+	redissonAcquireScript     = newScript(luaFiles("master.lua", "redisson_acquire.lua")...)
 	redissonUnlockScript      = plainScript("redisson_unlock.lua")
-	redissonRenewScript       = plainScript("redisson_renew.lua")
+	redissonRenewScript       = newScript(luaFiles("master.lua", "redisson_renew.lua")...)
 	redissonForceUnlockScript = plainScript("redisson_force_unlock.lua")
 )
 

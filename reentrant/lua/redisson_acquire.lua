@@ -16,6 +16,7 @@
 -- (-1 when it has no expiry), as Redisson's acquire does.
 local lock = KEYS[1]
 local leaseMs, field, mode = ARGV[1], ARGV[2], ARGV[3]
+requireMaster()
 
 local mine = redis.call('hexists', lock, field) == 1
 if mine and mode == '1' then

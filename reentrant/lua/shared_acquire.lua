@@ -45,6 +45,7 @@ local owner, token, mode, weight, size = ARGV[1], ARGV[2], ARGV[3], tonumber(ARG
 local leaseMs, newOwner, requestMs = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 local waiter, record, aliveKey, aliveMs = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local publish = ARGV[13]
+requireMaster()
 
 local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
 if not r.size or weight > r.size then
