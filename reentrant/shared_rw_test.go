@@ -1,6 +1,8 @@
 package reentrant
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -270,4 +272,30 @@ func TestRWQueuedCallJoinsItsOwnersHold(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1+len(readers), st.Used, "O's second count takes no more")
 	require.Empty(t, queued(t, ctx, rdb, k))
+}
+
+// A read inside its owner's own write is granted at once, past the queue:
+// also when the write is granted in the same script, by the grant the
+// read's own call runs (here the read that held has expired, and the
+// read's call finds the owner's write at the queue's head).
+func TestReadInsideAWriteGrantedInTheSameScript(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "inside", 0)
+	read, write := rw(t, k)
+	_, err := read.AcquireNew(ctx, rdb, "R", 100*time.Millisecond, Waiter{})
+	require.NoError(t, err)
+	c := newClient(t, rdb, k, "c")
+	_, err = write.Acquire(ctx, rdb, "O", "w", testLease, 0, c.waiter("w"))
+	require.NoError(t, err)
+	c.enqueue(t, ctx, rdb, write, "P", c.waiter("p"))
+	time.Sleep(150 * time.Millisecond) // R's lease runs out
+
+	got, err := read.Acquire(ctx, rdb, "O", "now", testLease, 0, Waiter{})
+	require.NoError(t, err)
+	require.True(t, got.Acquired, "a read inside the write granted in its own call")
+	gs := c.grants(t)
+	require.Len(t, gs, 1)
+	require.Equal(t, "w", gs[0].Waiter)
+	require.Equal(t, gs[0].Token, got.Token, "the write's token")
+	require.Equal(t, map[string]int64{"w:O": 1, "r:O": 1}, holds(t, ctx, rdb, k))
+	require.Equal(t, []string{"p"}, queued(t, ctx, rdb, k))
 }

@@ -122,9 +122,11 @@ end
 local plan = planGrants(r, used, r.size, waiter)
 if not plan.mine then
   local other = plan.holds[field]
-  if other and mode ~= 'p' or not other and not plan.rest and plan.used + weight <= r.size then
+  -- A read inside the write the plan granted its owner, as above.
+  local inside = mode == 'r' and not newOwner and plan.holds[holdField('w', owner)]
+  if other and mode ~= 'p' or inside or not other and not plan.rest and plan.used + weight <= r.size then
     planTake(r, plan, {f = field, m = mode, n = weight, o = owner, id = waiter, l = leaseMs})
-    if other and waiter ~= '' then
+    if (other or inside) and waiter ~= '' then
       redis.call('lrem', queue, 1, record)
     end
   end
