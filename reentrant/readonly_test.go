@@ -107,6 +107,16 @@ func requireNothingPublished(t *testing.T, ctx context.Context, rdb *redis.Clien
 	require.Equal(t, "marker", msg.Payload, "a grant was published on a node that refused to write it")
 }
 
+// replicated starts a master and a replica that has synced with it, with a
+// ctx bounded like the test.
+func replicated(t *testing.T) (context.Context, *redistest.Server, *redistest.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	master := redistest.Start(t)
+	return ctx, master, redistest.StartReplica(t, master)
+}
+
 // writable makes replica take writes (replica-read-only no) until the test
 // ends.
 func writable(t *testing.T, ctx context.Context, replica *redistest.Server) {
@@ -120,10 +130,7 @@ func writable(t *testing.T, ctx context.Context, replica *redistest.Server) {
 // every script that takes or renews a hold asks the role first: none takes
 // or renews a hold there, in any format, and none writes anything.
 func TestNothingIsTakenOrRenewedOnAReplicaThatTakesWrites(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	master := redistest.Start(t)
-	replica := redistest.StartReplica(t, master)
+	ctx, master, replica := replicated(t)
 	mdb, rdb := master.Client(), replica.Client()
 	l, err := Namespace{}.Keys("writable")
 	require.NoError(t, err)
