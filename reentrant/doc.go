@@ -157,7 +157,14 @@
 // the fencing counter), so a node that refuses writes (a replica, such as
 // a demoted master a client still reaches after a failover, or a master
 // short of min-replicas-to-write) fails the script before any waiter hears
-// of a grant that was never made.
+// of a grant that was never made. A replica that takes writes
+// (replica-read-only no) refuses no write, so the probe, and every script
+// that takes or renews a hold before anything else, first asks the
+// server's role with INFO replication (lua/master.lua; ROLE is refused in
+// scripts), and fails with an error that starts with READONLY, as a
+// read-only replica's does, on anything but a master: go-redis then drops
+// the connection and retries, and a Sentinel client asks for the master
+// again.
 // An error reply to a script is returned as a redis.Error (errors.As):
 // the server answered, so the call ran and failed, rather than possibly
 // ran unseen as after a lost reply (Redis keeps what a script wrote
@@ -195,7 +202,8 @@
 // and a grant admits the run of consecutive heads that fit, stopping at
 // the first that does not (a read behind a queued write waits for it; a
 // request for 3 permits is not overtaken by one for 1). Whatever frees
-// weight (a release, a leave, an expiry found by a look, a larger size)
+// weight (a release, a leave, an expiry found by a look, a larger size),
+// and a leave of the queue's head, which the waiters behind it wait for,
 // grants in the same script, with one message per grant channel, addressed
 // to all its waiters in the run (ParseGrants): a write's release admits k
 // queued reads in one script run (up to grantBatch, lua/shared_grant.lua;
@@ -215,7 +223,10 @@
 // writes and permits still rise above them. A read by an owner holding the
 // write is granted at once, past the queue and the size, with the write's
 // token: the read stays after the write's release (a downgrade), and no
-// write comes between. A read re-enters a read, and a write a write; permits are not
+// write comes between. So a write's grant also admits its owner's reads
+// queued behind it, wherever they are among the entries one grant may
+// read, and a read whose own call grants its owner's write is granted
+// inside it. A read re-enters a read, and a write a write; permits are not
 // re-entered. A hold names each waiter a message granted a count of it
 // (several, where waiters of one owner are granted together), until that
 // waiter's look claims its count or its leave gives it back: so a leave
@@ -226,8 +237,8 @@
 // # Scripts
 //
 // The scripts are lua/*.lua, run by EVALSHA (EVAL when not cached). Those
-// that can leave a lock free run the library first: lua/token.lua (the
-// fencing token), lua/record.lua (the queue record's reader),
+// that can leave a lock free run the library first: lua/master.lua (the
+// server's role), lua/token.lua (the fencing token), lua/record.lua (the queue record's reader),
 // lua/publish.lua (the write probe, and deliver, which publishes a grant
 // and judges its waiter's liveness) and lua/grant.lua (the grant, and
 // passOn, the tail that grants or deletes). A multi-holder resource's

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -37,11 +38,11 @@ type Grant struct {
 // resource; a mode of a read-write lock says its weight) and, where the
 // grant's lease holds only until confirmed, that lease in ms.
 type grantBody struct {
-	Token       string `json:"t"`
-	Owner       string `json:"o"`
-	Mode        Mode   `json:"m"`
-	Permits     int64  `json:"n"`
-	Unconfirmed int64  `json:"u"`
+	Token       jsonText `json:"t"`
+	Owner       jsonText `json:"o"`
+	Mode        Mode     `json:"m"`
+	Permits     int64    `json:"n"`
+	Unconfirmed int64    `json:"u"`
 }
 
 // weight is the weight of a grant of mode with permits: zero for none (a
@@ -117,7 +118,7 @@ var errNotGrant = errors.New("reentrant: not a grant message")
 func parseGrantBody(body string) (grantPayload, error) {
 	var m struct {
 		grantBody
-		Hash   string               `json:"k"`
+		Hash   jsonText             `json:"k"`
 		Grants map[string]grantBody `json:"g"`
 	}
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
@@ -125,22 +126,23 @@ func parseGrantBody(body string) (grantPayload, error) {
 	}
 	// The name is the hash tag: the prefix cannot contain a brace. What
 	// follows it names the kind: nothing for a plain lock.
-	from, to := strings.IndexByte(m.Hash, '{'), strings.LastIndexByte(m.Hash, '}')
+	hash := string(m.Hash)
+	from, to := strings.IndexByte(hash, '{'), strings.LastIndexByte(hash, '}')
 	if from < 0 || to <= from {
 		return grantPayload{}, errNotGrant
 	}
-	kind := Kind(strings.TrimPrefix(m.Hash[to+1:], ":"))
+	kind := Kind(strings.TrimPrefix(hash[to+1:], ":"))
 	if (kind == "") != (m.Grants == nil) || kind != "" && kind != KindRW && kind != KindSemaphore {
 		return grantPayload{}, errNotGrant
 	}
 	read := func(id string, b grantBody) (Grant, error) {
-		token, err := strconv.ParseUint(b.Token, 10, 64)
+		token, err := strconv.ParseUint(string(b.Token), 10, 64)
 		n := weight(b.Mode, b.Permits)
 		if err != nil || (kind == "") != (b.Mode == "") || n < 0 {
 			return Grant{}, errNotGrant
 		}
-		return Grant{Waiter: id, Lock: m.Hash[from+1 : to], Kind: kind, Mode: b.Mode, Weight: n, Token: token,
-			Owner: b.Owner, Unconfirmed: time.Duration(b.Unconfirmed) * time.Millisecond}, nil
+		return Grant{Waiter: id, Lock: hash[from+1 : to], Kind: kind, Mode: b.Mode, Weight: n, Token: token,
+			Owner: string(b.Owner), Unconfirmed: time.Duration(b.Unconfirmed) * time.Millisecond}, nil
 	}
 	if kind == "" {
 		g, err := read("", m.grantBody)
@@ -220,22 +222,23 @@ func quickPlainGrant(waiter, body string) (Grant, bool) {
 	if !ok || waiter == "" || strings.IndexByte(waiter, ',') >= 0 {
 		return Grant{}, false
 	}
-	token, err := strconv.ParseUint(m.Token, 10, 64)
-	from, to := strings.IndexByte(m.Hash, '{'), strings.LastIndexByte(m.Hash, '}')
-	if err != nil || from < 0 || to <= from || to != len(m.Hash)-1 {
+	token, err := strconv.ParseUint(string(m.Token), 10, 64)
+	hash := string(m.Hash)
+	from, to := strings.IndexByte(hash, '{'), strings.LastIndexByte(hash, '}')
+	if err != nil || from < 0 || to <= from || to != len(hash)-1 {
 		return Grant{}, false // a multi-holder resource's key has a kind after its tag
 	}
-	return Grant{Waiter: waiter, Lock: m.Hash[from+1 : to], Token: token, Owner: m.Owner,
+	return Grant{Waiter: waiter, Lock: hash[from+1 : to], Token: token, Owner: string(m.Owner),
 		Unconfirmed: time.Duration(m.Unconfirmed) * time.Millisecond}, true
 }
 
 // plainBody is the JSON object of a plain lock's grant message, as
 // grant.lua's cjson.encode writes it.
 type plainBody struct {
-	Token       string `json:"t"`
-	Owner       string `json:"o"`
-	Hash        string `json:"k"`
-	Unconfirmed int64  `json:"u"`
+	Token       jsonText `json:"t"`
+	Owner       jsonText `json:"o"`
+	Hash        jsonText `json:"k"`
+	Unconfirmed int64    `json:"u"`
 }
 
 // quickPlainBody reads body if it is an object of distinct members t, o
@@ -248,11 +251,11 @@ func quickPlainBody(body string) (m plainBody, ok bool) {
 	}
 	var seen uint8
 	for {
-		var name string
+		var name jsonText
 		if name, rest, ok = quickString(rest); !ok {
 			return m, false
 		}
-		i := strings.Index("toku", name)
+		i := strings.Index("toku", string(name))
 		if len(name) != 1 || i < 0 || seen&(1<<i) != 0 || !strings.HasPrefix(rest, ":") {
 			return m, false
 		}
@@ -279,11 +282,33 @@ func quickPlainBody(body string) (m plainBody, ok bool) {
 	}
 }
 
+// jsonText is a JSON string decoded byte for byte: a name or an owner may
+// be any bytes, and cjson passes those that are not UTF-8 through as they
+// are, where encoding/json would replace them (and the client could then
+// tell neither which lock a grant is of nor whose it is).
+type jsonText string
+
+// UnmarshalJSON reads a JSON string as quickString does; null leaves t as
+// it is, as for a string.
+func (t *jsonText) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	v, rest, ok := quickString(string(b))
+	if !ok || rest != "" {
+		return errNotGrant
+	}
+	*t = v
+	return nil
+}
+
 // quickString reads a JSON string at the start of s, and returns it and
-// what follows. It reports false for a \u escape, a control byte or
-// invalid UTF-8 (which encoding/json replaces), and for a string that
-// does not end. cjson escapes every '/', so a name with one is common.
-func quickString(s string) (value, rest string, ok bool) {
+// what follows. Bytes that are not escaped are kept as they are, invalid
+// UTF-8 included (see jsonText). It reports false for a control byte, an
+// escape JSON does not have, a \u escape of a surrogate (cjson writes
+// none), and a string that does not end. cjson escapes every '/', so a
+// name with one is common.
+func quickString(s string) (value jsonText, rest string, ok bool) {
 	if s, ok = strings.CutPrefix(s, `"`); !ok {
 		return "", "", false
 	}
@@ -291,31 +316,46 @@ func quickString(s string) (value, rest string, ok bool) {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '"':
-			value = s[:i]
 			if unescaped != nil {
-				value = string(unescaped)
+				return jsonText(unescaped), s[i+1:], true
 			}
-			return value, s[i+1:], utf8.ValidString(value)
+			return jsonText(s[:i]), s[i+1:], true
 		case c < 0x20:
 			return "", "", false
 		case c == '\\':
-			e := -1
-			if i+1 < len(s) {
-				e = strings.IndexByte(`"\/bfnrt`, s[i+1])
-			}
-			if e < 0 {
-				return "", "", false
-			}
 			if unescaped == nil {
 				unescaped = append(make([]byte, 0, len(s)), s[:i]...)
 			}
-			unescaped = append(unescaped, "\"\\/\b\f\n\r\t"[e])
-			i++
+			var n int
+			if unescaped, n = unescape(unescaped, s[i+1:]); n == 0 {
+				return "", "", false
+			}
+			i += n
 		case unescaped != nil:
 			unescaped = append(unescaped, c)
 		}
 	}
 	return "", "", false
+}
+
+// unescape appends to b what the escape at the start of s (after its
+// backslash) stands for, and returns b and the escape's length: 0 for an
+// escape JSON does not have, or a surrogate.
+func unescape(b []byte, s string) ([]byte, int) {
+	if s == "" {
+		return b, 0
+	}
+	if e := strings.IndexByte(`"\/bfnrt`, s[0]); e >= 0 {
+		return append(b, "\"\\/\b\f\n\r\t"[e]), 1
+	}
+	if s[0] != 'u' || len(s) < 5 {
+		return b, 0
+	}
+	r, err := strconv.ParseUint(s[1:5], 16, 16)
+	if err != nil || utf16.IsSurrogate(rune(r)) {
+		return b, 0
+	}
+	return utf8.AppendRune(b, rune(r)), 5
 }
 
 // quickInt reads a non-negative JSON integer of at most 18 digits (so it

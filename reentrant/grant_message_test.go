@@ -34,6 +34,24 @@ func FuzzGrantBodyMatchesJSON(f *testing.F) {
 	})
 }
 
+// A JSON string is read as encoding/json reads it wherever that is valid
+// UTF-8; elsewhere encoding/json replaces each invalid byte, which
+// quickString keeps.
+func FuzzQuickStringMatchesJSON(f *testing.F) {
+	for _, seed := range []string{`"a"`, `"a\/b"`, `"\u00e9\u0009"`, `"\ud83d\udd12"`, "\"\xff\"", `"\x"`, `"a`, `""`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		got, rest, ok := quickString(lit)
+		if !ok || rest != "" {
+			return
+		}
+		var want string
+		require.NoError(t, json.Unmarshal([]byte(lit), &want), "read by hand, refused by encoding/json")
+		require.Equal(t, want, string([]rune(string(got))), "each invalid byte is U+FFFD to encoding/json")
+	})
+}
+
 // The grants the scripts publish take the hand-read path, even for
 // owners and names with spaces and non-ASCII text.
 func TestScriptGrantsAreReadByHand(t *testing.T) {
@@ -50,8 +68,8 @@ func TestScriptGrantsAreReadByHand(t *testing.T) {
 	_, body, _ := strings.Cut(msg.Payload, " ")
 	m, ok := quickPlainBody(body)
 	require.True(t, ok, "%s", body)
-	require.Equal(t, "job 7 🔒", m.Owner)
-	require.Equal(t, l.Hash, m.Hash)
+	require.Equal(t, jsonText("job 7 🔒"), m.Owner)
+	require.Equal(t, jsonText(l.Hash), m.Hash)
 }
 
 // BenchmarkParseGrant reads a grant message as the waiter does on its way
@@ -175,4 +193,29 @@ func rawGrants(grants map[string]string) map[string]json.RawMessage {
 		out[id] = json.RawMessage(g)
 	}
 	return out
+}
+
+// A multi-holder grant message carries any name and owner byte for byte,
+// invalid UTF-8 included: encoding/json would replace those bytes, and the
+// client could then neither claim the grant nor pass on one whose waiter
+// has gone. (TestQueueRecordsKeepAnyOwner checks a plain lock's.)
+func TestSharedGrantsCarryInvalidUTF8Losslessly(t *testing.T) {
+	const name, owner = "bad\xffname", "job\xfe7"
+	ctx, rdb, _ := setup(t, name)
+	k := sharedKeys(t, Namespace{}, KindRW, name, 0)
+	read, write := rw(t, k)
+	wr, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
+	require.NoError(t, err)
+	c := newClient(t, rdb, k, "c")
+	_, err = read.Acquire(ctx, rdb, owner, "r4", testLease, 0, c.waiter("r"))
+	require.NoError(t, err)
+	_, err = write.Release(ctx, rdb, "W", wr.Token, "r5")
+	require.NoError(t, err)
+	gs := c.grants(t)
+	require.Len(t, gs, 1)
+	require.Equal(t, name, gs[0].Lock)
+	require.Equal(t, owner, gs[0].Owner)
+	share, err := k.Granted(gs[0])
+	require.NoError(t, err, "the grant names the resource it came from")
+	require.Equal(t, ModeRead, share.Mode())
 }

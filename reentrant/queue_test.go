@@ -230,15 +230,16 @@ func TestLivenessKeysJudgeWhereTheCountCannot(t *testing.T) {
 }
 
 // A queue record holds the waiter's owner, channel and liveness key as they
-// are, whatever bytes they contain, and the grant reads them back.
+// are, whatever bytes they contain, and the grant reads them back, with the
+// lock's name: invalid UTF-8 too, which encoding/json would replace.
 func TestQueueRecordsKeepAnyOwner(t *testing.T) {
 	ctx, rdb, _ := setup(t, "records")
 	for _, ns := range []Namespace{{Prefix: "my app: "}, {Prefix: "x ", ReceiversElsewhere: true}} {
-		l, err := ns.Keys("records")
+		l, err := ns.Keys("rec\xffords")
 		require.NoError(t, err)
 		a, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
 		require.NoError(t, err)
-		const owner = "job 7 \n\n 1 0 5 %d\x00 end"
+		const owner = "job 7 \n\n 1 0 5 %d\x00 end \xfe"
 		w := l.Waiter("w1", "client-1")
 		sub := rdb.Subscribe(ctx, w.Channel)
 		_, err = sub.Receive(ctx)
@@ -249,6 +250,7 @@ func TestQueueRecordsKeepAnyOwner(t *testing.T) {
 		require.NoError(t, err)
 		g := receiveGrant(t, sub)
 		require.Equal(t, owner, g.Owner)
+		require.Equal(t, l.Name, g.Lock)
 		st, err := l.Inspect(ctx, rdb)
 		require.NoError(t, err)
 		require.Equal(t, map[string]int64{owner: 1}, st.Holders)

@@ -9,21 +9,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts of the Redisson format: lua/redisson_*.lua, those that set a
-// lease after the lease rule (redissonScript).
+// The scripts of the Redisson format: lua/redisson_*.lua; those that set a
+// lease come after the lease rule (redissonScript), and the acquire and the
+// renewal after master.lua too (they refuse to run on a replica).
 var (
-	redissonAcquireScript     = redissonScript("redisson_acquire.lua")
+	redissonAcquireScript     = redissonScript("master.lua", "redisson_acquire.lua")
 	redissonUnlockScript      = redissonScript("redisson_unlock.lua")
-	redissonRenewScript       = redissonScript("redisson_renew.lua")
+	redissonRenewScript       = redissonScript("master.lua", "redisson_renew.lua")
 	redissonForceUnlockScript = plainScript("redisson_force_unlock.lua")
 )
 
-// redissonScript is the script of file, run after redisson_lease.lua: a
+// redissonScript is the script of files, run after redisson_lease.lua: a
 // lock's expiry in Redisson's format only moves later, so that a client's
 // validity, the latest lease it was granted, never outlasts the lock.
 // That is the one deliberate difference from Redisson's scripts, which
 // set the lease they are given, shorter or not.
-func redissonScript(file string) *script { return newScript(luaFiles("redisson_lease.lua", file)...) }
+func redissonScript(files ...string) *script {
+	return newScript(luaFiles(append([]string{"redisson_lease.lua"}, files...)...)...)
+}
 
 // RedissonAcquireResult is the outcome of one acquire in Redisson's format.
 type RedissonAcquireResult struct {

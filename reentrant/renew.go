@@ -11,7 +11,7 @@ import (
 // renewScript runs lua/renew_batch.lua: it renews any list of holds, of
 // plain locks and of multi-holder resources, with the renewal of each
 // kind written once (renew.lua, shared_renew.lua).
-var renewScript = newScript(luaFiles("token.lua", "shared.lua", "renew.lua", "shared_renew.lua", "renew_batch.lua")...)
+var renewScript = newScript(luaFiles("master.lua", "token.lua", "shared.lua", "renew.lua", "shared_renew.lua", "renew_batch.lua")...)
 
 // Renewal names one owner's hold on one lock under its token, for
 // RenewAll; or, made by Share.Renewal, a hold of a multi-holder resource

@@ -19,17 +19,19 @@ import (
 var luaDir embed.FS
 
 // library is what every script that can leave a lock free runs before its
-// own file, in this order: the fencing token, the queue record's reader,
-// publishing a grant and the grant. Its files define local functions only
-// and read no KEYS or ARGV.
-var library = []string{"token.lua", "record.lua", "publish.lua", "grant.lua"}
+// own file, in this order: the server's role (requireMaster, which the
+// scripts that take or renew a hold call first, and writeProbe before a
+// grant), the fencing token, the queue record's reader, publishing a grant
+// and the grant. Its files define local functions (and master.lua the
+// answer it keeps for one run) only, and read no KEYS or ARGV.
+var library = []string{"master.lua", "token.lua", "record.lua", "publish.lua", "grant.lua"}
 
 // sharedLibrary is what every script of a multi-holder resource that can
-// grant runs before its own file: library's first three files, then the
+// grant runs before its own file: library's first four files, then the
 // holds (shared.lua) and their grant (shared_grant.lua). Scripts that only
 // read holds run token.lua and shared.lua; the renewal script runs them
-// with both kinds' renewals (see renewScript).
-var sharedLibrary = []string{"token.lua", "record.lua", "publish.lua", "shared.lua", "shared_grant.lua"}
+// after master.lua, with both kinds' renewals (see renewScript).
+var sharedLibrary = []string{"master.lua", "token.lua", "record.lua", "publish.lua", "shared.lua", "shared_grant.lua"}
 
 // luaFile is one Lua source file: its name in lua/ and its text.
 type luaFile struct{ name, text string }

@@ -94,9 +94,11 @@ func (s Share) Release(ctx context.Context, rdb redis.Scripter, owner string, to
 }
 
 // Leave takes waiter w out of the queue, where Acquire (or, with newOwner,
-// AcquireNew) queued it for owner and lease. If w was granted its hold
-// meanwhile, it leaves that count of the hold, granting what that frees
-// before it returns, and reports true. Repeating it is harmless.
+// AcquireNew) queued it for owner and lease; w at the queue's head, which
+// the waiters behind it wait for, grants what then fits before it returns.
+// If w was granted its hold meanwhile, it leaves that count of the hold,
+// granting what that frees before it returns, and reports true. Repeating
+// it is harmless.
 func (s Share) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string, lease time.Duration, newOwner bool) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
@@ -109,10 +111,10 @@ func (s Share) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner st
 	if err != nil {
 		return false, fmt.Errorf("reentrant: leave %s %q: %w", k.Kind, k.Name, err)
 	}
-	if n == 2 {
+	if n == 2 || n == 3 {
 		k.handOn(ctx, rdb)
 	}
-	return n > 0, nil
+	return n == 1 || n == 2, nil
 }
 
 // Renew makes sure owner's hold in the share's mode has at least lease

@@ -8,8 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/bench/redistest"
 )
 
 // A grant publishes before it writes: a user whose ACL refuses the grant
@@ -49,10 +47,7 @@ func currentSharedToken(t *testing.T, ctx context.Context, rdb *redis.Client, k 
 // a shared grant before it publishes (see TestNoGrantIsPublishedWhereWrites
 // AreRefused): no waiter listening there hears of a grant never made.
 func TestNoSharedGrantIsPublishedOnAReplica(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	master := redistest.Start(t)
-	replica := redistest.StartReplica(t, master)
+	ctx, master, replica := replicated(t)
 	mdb, rdb := master.Client(), replica.Client()
 	k := sharedKeys(t, Namespace{}, KindRW, "replica", 0)
 	read, write := rw(t, k)

@@ -256,14 +256,14 @@ func TestRWQueuedCallJoinsItsOwnersHold(t *testing.T) {
 	left, err := write.Leave(ctx, rdb, c.waiter("b"), "B", testLease, false)
 	require.NoError(t, err)
 	require.False(t, left, "B only leaves the queue")
-	r, err := read.Acquire(ctx, rdb, "A-a0", "req-a0", testLease, 0, c.waiter("a0"))
-	require.NoError(t, err)
-	require.True(t, r.Acquired, "a0's look grants the reads queued")
 	var got []string
 	for _, g := range c.grants(t) {
 		got = append(got, g.Waiter)
 	}
-	require.ElementsMatch(t, append(readers[1:], "o2"), got)
+	require.ElementsMatch(t, append(readers, "o2"), got, "B, the queue's head, grants the reads queued behind it as it leaves")
+	r, err := read.Acquire(ctx, rdb, "A-a0", "req-a0", testLease, 0, c.waiter("a0"))
+	require.NoError(t, err)
+	require.True(t, r.Acquired, "a0's look finds its grant")
 	want := map[string]int64{"r:O": 2}
 	for _, id := range readers {
 		want["r:A-"+id] = 1
@@ -273,4 +273,30 @@ func TestRWQueuedCallJoinsItsOwnersHold(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1+len(readers), st.Used, "O's second count takes no more")
 	require.Empty(t, queued(t, ctx, rdb, k))
+}
+
+// A read inside its owner's own write is granted at once, past the queue:
+// also when the write is granted in the same script, by the grant the
+// read's own call runs (here the read that held has expired, and the
+// read's call finds the owner's write at the queue's head).
+func TestReadInsideAWriteGrantedInTheSameScript(t *testing.T) {
+	ctx, rdb, k := setupShared(t, KindRW, "inside", 0)
+	read, write := rw(t, k)
+	_, err := read.AcquireNew(ctx, rdb, "R", 100*time.Millisecond, Waiter{})
+	require.NoError(t, err)
+	c := newClient(t, rdb, k, "c")
+	_, err = write.Acquire(ctx, rdb, "O", "w", testLease, 0, c.waiter("w"))
+	require.NoError(t, err)
+	c.enqueue(t, ctx, rdb, write, "P", c.waiter("p"))
+	time.Sleep(150 * time.Millisecond) // R's lease runs out
+
+	got, err := read.Acquire(ctx, rdb, "O", "now", testLease, 0, Waiter{})
+	require.NoError(t, err)
+	require.True(t, got.Acquired, "a read inside the write granted in its own call")
+	gs := c.grants(t)
+	require.Len(t, gs, 1)
+	require.Equal(t, "w", gs[0].Waiter)
+	require.Equal(t, gs[0].Token, got.Token, "the write's token")
+	require.Equal(t, map[string]int64{"w:O": 1, "r:O": 1}, holds(t, ctx, rdb, k))
+	require.Equal(t, []string{"p"}, queued(t, ctx, rdb, k))
 }

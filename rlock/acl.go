@@ -16,7 +16,10 @@ package rlock
 // their renewal's), their grants read and trim runs of the queue, and
 // their Inspect counts the queue (LLEN). GETEX is the write that changes nothing a grant
 // runs before it publishes, so that a node refusing writes (a replica)
-// fails the script before any waiter hears of the grant. SUBSCRIBE is for
+// fails the script before any waiter hears of the grant; INFO replication
+// is how a script that takes, renews or grants a hold asks the server's
+// role first, since a replica that takes writes (replica-read-only no)
+// refuses nothing. SUBSCRIBE is for
 // waiters: a client subscribes its grant channel once and keeps it; with
 // sharded pub/sub each lock has its own, so SSUBSCRIBE and SUNSUBSCRIBE. PING is the health check of the
 // pub/sub connection. Connection set-up needs nothing more: HELLO and AUTH
@@ -26,7 +29,7 @@ package rlock
 // told.
 const (
 	// ACLRules is what a client on a single Redis node needs.
-	ACLRules = "+evalsha +eval +subscribe +ping " +
+	ACLRules = "+evalsha +eval +subscribe +ping +info|replication " +
 		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
 		"+rpush +lpop +lindex +lpos +lrem +publish " +
 		"+hmget +hdel +lrange +ltrim +llen +pexpireat +zadd +zrem +zscore +zcard +zrange +zrangebyscore ~baton:* &baton:*"
@@ -38,7 +41,7 @@ const (
 	// during a slot migration with ASKING (without it, renewals fail until
 	// the migration ends). With WithClassicPubSub, use ACLRules plus
 	// +cluster|slots +command +asking.
-	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command +asking " +
+	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +info|replication +cluster|slots +command +asking " +
 		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
 		"+rpush +lpop +lindex +lpos +lrem +spublish " +
 		"+hmget +hdel +lrange +ltrim +llen +pexpireat +zadd +zrem +zscore +zcard +zrange +zrangebyscore ~baton:* &baton:*"

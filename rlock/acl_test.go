@@ -127,7 +127,9 @@ func checkACLRules(t *testing.T, admin *redis.Client, rules string, dial func(us
 }
 
 // deniedObject is how ACL LOG names what rule r grants: "command:ping" for
-// "+ping", "key:" for a key pattern, "channel:" for a channel pattern.
+// "+ping", "key:" for a key pattern, "channel:" for a channel pattern. A
+// rule on a command's first argument is named by its command: the log
+// says "cluster|slots" for a subcommand, but "info" for +info|replication.
 func deniedObject(r string) string {
 	switch r[0] {
 	case '~':
@@ -135,7 +137,8 @@ func deniedObject(r string) string {
 	case '&':
 		return "channel:"
 	}
-	return "command:" + r[1:]
+	command, _, _ := strings.Cut(r[1:], "|")
+	return "command:" + command
 }
 
 func prefixed(prefix string, ss []string) []string {

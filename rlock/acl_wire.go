@@ -24,14 +24,15 @@ package rlock
 //
 // The commands are those of Redisson's scripts (the hash and expiry
 // commands, GET and SET of the latch), DEL of the latch after an unlock,
-// HGETALL and PTTL for Inspect, EVALSHA and EVAL as for ACLRules, PUBLISH
+// HGETALL and PTTL for Inspect, EVALSHA, EVAL and INFO replication (the
+// acquire's and the renewal's check of the server's role) as for ACLRules, PUBLISH
 // of the unlock message, and SUBSCRIBE and UNSUBSCRIBE: a waiter
 // subscribes to its lock's channel, and the last waiter of a lock in the
 // process unsubscribes. PING is the pub/sub connection's health check.
 const (
 	// ACLRedissonRules is what a wire-mode client on a single Redis node
 	// needs, plus a key pattern for its lock names.
-	ACLRedissonRules = "+evalsha +eval +subscribe +unsubscribe +ping " +
+	ACLRedissonRules = "+evalsha +eval +subscribe +unsubscribe +ping +info|replication " +
 		"+get +set +del +exists +hexists +hgetall +hincrby +pexpire +pttl +publish " +
 		"~redisson_unlock_latch:* ~redisson_lock__channel:* &redisson_lock__channel:*"
 
@@ -41,7 +42,7 @@ const (
 	// SPUBLISH instead, and the cluster commands of ACLClusterRules. With
 	// WithClassicPubSub, use ACLRedissonRules plus +cluster|slots +command
 	// +asking.
-	ACLRedissonClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +cluster|slots +command +asking " +
+	ACLRedissonClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +info|replication +cluster|slots +command +asking " +
 		"+get +set +del +exists +hexists +hgetall +hincrby +pexpire +pttl +spublish " +
 		"~redisson_unlock_latch:* ~redisson_lock__channel:* &redisson_lock__channel:*"
 )

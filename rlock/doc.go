@@ -73,7 +73,8 @@
 // valid from the send of the last look that found the waiter queued, never
 // from the message's arrival; one whose validity has passed on arrival is
 // released at once, so that it passes on. A waiter that stops waiting leaves
-// the queue. A grant that reaches the client after its waiter has gone is
+// the queue; at the head of a multi-holder resource's queue, its leave
+// admits those behind it that then fit. A grant that reaches the client after its waiter has gone is
 // released, unless a look had made it a hold here already.
 //
 // Holding. A confirmed acquire or renewal moves the hold's validity, which

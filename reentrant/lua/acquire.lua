@@ -35,6 +35,7 @@ local hash, fence, req, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEY
 local owner, token, leaseMs, newOwner, requestMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5]
 local waiter, record, aliveKey, aliveMs = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local publish = ARGV[10]
+requireMaster()
 
 -- PTTL first: on the uncontended path the lock is free, and then nobody
 -- holds it, this owner included.

@@ -7,7 +7,8 @@
 --     such as a demoted master a client still reaches after a failover, or
 --     a master short of min-replicas-to-write): a waiter listening there
 --     would believe in a grant never made. Before its first message a
---     script runs writeProbe, which Redis refuses there as any write.
+--     script runs writeProbe, which Redis refuses there as any write, and
+--     which refuses a replica that takes writes (requireMaster).
 
 -- writeProbe is a write that changes nothing: GETEX without options reads
 -- the fencing counter (always a string) and touches neither value nor TTL,
@@ -17,6 +18,7 @@
 -- returns the counter's value (false when it is missing), for a caller
 -- that needs it.
 local function writeProbe(fence)
+  requireMaster()
   return redis.call('getex', fence)
 end
 

@@ -22,6 +22,7 @@
 -- refused call returns the PTTL as it is now, at least 0.
 local lock, latch = KEYS[1], KEYS[2]
 local leaseMs, field, mode, latchMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+requireMaster()
 
 local function acquire()
   local mine = redis.call('hexists', lock, field) == 1

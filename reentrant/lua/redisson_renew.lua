@@ -8,6 +8,7 @@
 -- was lost; nothing changed).
 local locks = KEYS
 local leaseMs = ARGV[1]
+requireMaster()
 local fields = {}
 for i = 1, #locks do
   fields[i] = ARGV[1 + i]

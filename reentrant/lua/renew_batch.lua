@@ -12,6 +12,7 @@
 -- Returns an array with, for each hold in turn, 1 when it has at least
 -- leaseMs left, 0 when its owner does not hold it under its token.
 local leaseMs = tonumber(ARGV[#ARGV])
+requireMaster()
 
 local now -- the server clock in ms, read once, by the first shared hold
 local renewed = {}

@@ -45,6 +45,7 @@ local owner, token, mode, weight, size = ARGV[1], ARGV[2], ARGV[3], tonumber(ARG
 local leaseMs, newOwner, requestMs = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 local waiter, record, aliveKey, aliveMs = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local publish = ARGV[13]
+requireMaster()
 
 local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
 if not r.size or weight > r.size then
@@ -121,9 +122,11 @@ end
 local plan = planGrants(r, used, r.size, waiter)
 if not plan.mine then
   local other = plan.holds[field]
-  if other and mode ~= 'p' or not other and not plan.rest and plan.used + weight <= r.size then
+  -- A read inside the write the plan granted its owner, as above.
+  local inside = mode == 'r' and not newOwner and plan.holds[holdField('w', owner)]
+  if other and mode ~= 'p' or inside or not other and not plan.rest and plan.used + weight <= r.size then
     planTake(r, plan, {f = field, m = mode, n = weight, o = owner, id = waiter, l = leaseMs})
-    if other and waiter ~= '' then
+    if (other or inside) and waiter ~= '' then
       redis.call('lrem', queue, 1, record)
     end
   end

@@ -22,7 +22,10 @@
 --     token as a write does, so that it is never below a token before it;
 --   - one plan examines at most grantBatch queue entries, which bounds how
 --     long one script blocks the server; one that stops there says so
---     (left), and the client runs shared_pass.lua.
+--     (left), and the client runs shared_pass.lua;
+--   - a write's grant also admits its owner's queued reads (see
+--     admitReadsInside), wherever they are among the entries one plan may
+--     read.
 
 -- grantBatch bounds the queue entries one plan examines (grants and drops).
 local grantBatch = 1024
@@ -132,6 +135,9 @@ local function admit(plan, g)
   if g.id == plan.self then
     plan.mine = plan.holds[g.f]
   end
+  if g.m == 'w' and g.shared then
+    plan.write = g
+  end
 end
 
 -- selectRun returns the run of consecutive heads from plan.examined on that
@@ -215,6 +221,44 @@ local function publishRun(r, plan, run, self)
   return live
 end
 
+-- admitReadsInside adds to plan the queued reads of the owner of plan.write,
+-- the write it granted (to an owner not made for one call: only such an
+-- owner's reads can be queued with it), wherever they are among the
+-- entries a plan may read: a read inside its owner's own write is granted
+-- at once, past the queue and the size, with the write's token (or joins
+-- the read its owner holds), so it does not wait for its next look. They
+-- leave the queue by value (plan.removed), as they need not be at its head.
+local function admitReadsInside(r, plan)
+  local write = plan.write
+  if not plan.ended then
+    readQueue(r, plan, grantBatch)
+  end
+  local field, run = holdField('r', write.o), {}
+  for i = plan.examined + 1, #plan.raw do
+    local rec = plan.raw[i]
+    local w = string.sub(rec, 1, 2) == 'r ' and string.sub(rec, -#write.o) == write.o and parseSharedWaiter(rec)
+    if w and w.o == write.o and w.shared then
+      w.f, w.rec = field, rec
+      run[#run + 1] = w
+    end
+  end
+  if #run == 0 then
+    return
+  end
+  local held = not r.cleared and r.gone ~= field and parseHold(redis.call('hget', r.hash, field)) or nil
+  for _, w in ipairs(run) do
+    w.held, w.t = held, (held or plan.holds[field] or write).t
+  end
+  local live = publishRun(r, plan, run, plan.self)
+  plan.removed = {}
+  for _, w in ipairs(run) do
+    if w.id == plan.self or live[w.c] then
+      admit(plan, w)
+    end
+    plan.removed[#plan.removed + 1] = w.rec
+  end
+end
+
 -- planTake adds to plan the caller's own hold, taken without waiting, or
 -- one more count of the hold its owner got in this plan: g has f, m, n and
 -- o (see parseSharedWaiter), id (the caller's waiter ID, '' for none) and
@@ -264,6 +308,9 @@ local function planGrants(r, used, size, self)
     if not dead or atEnd then
       plan.rest = not (atEnd and plan.ended)
       plan.left = atEnd and not plan.ended
+      if plan.write and plan.rest then
+        admitReadsInside(r, plan)
+      end
       return plan
     end
   end
@@ -280,6 +327,9 @@ local function commitGrants(r, plan, now)
   r.first = nil
   if plan.examined > 0 then
     redis.call('ltrim', r.queue, plan.examined, '-1')
+  end
+  for _, rec in ipairs(plan.removed or {}) do
+    redis.call('lrem', r.queue, 1, rec)
   end
   if #plan.grants == 0 then
     return nil
@@ -316,6 +366,17 @@ local function finish(r, plan, now)
     return
   end
   settle(r, plan.used, commitGrants(r, plan, now))
+end
+
+-- grantQueue grants what fits of the queue's head (see planGrants), the
+-- caller asking for nothing itself, and writes it: the grant of a script
+-- that frees nothing itself, but may have unblocked the queue (a pass, a
+-- leave of the queue's head). It returns whether the grant stopped at its
+-- bound (the plan's left).
+local function grantQueue(r, now)
+  local plan = planGrants(r, purge(r, now), r.size, '')
+  finish(r, plan, now)
+  return plan.left
 end
 
 -- leaveHold ends one count of held, the hold at field, of a resource whose

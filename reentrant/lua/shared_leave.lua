@@ -15,15 +15,23 @@
 -- Returns 0 when it left the queue (or was in none), 1 when it had been
 -- granted and left its hold, 2 when it did and the grant that followed
 -- stopped at its bound with queue entries it did not judge: the client
--- runs shared_pass.lua.
+-- runs shared_pass.lua; 3 when it left the queue's head and the grant
+-- that followed stopped so.
 local hash, leases, queue, fence, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, mode, waiter, record, size = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local publish = ARGV[6]
 
+local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
+-- Every grant stops at the first waiter that does not fit, the queue's
+-- head: those behind it wait for it. A head that leaves may let them in,
+-- so its leave grants what then fits, as a release does.
+if redis.call('lindex', queue, 0) == record then
+  redis.call('lpop', queue)
+  return grantQueue(r, nowMs(r)) and 3 or 0
+end
 if redis.call('lrem', queue, 1, record) == 1 then
   return 0
 end
-local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
 local now = nowMs(r)
 local field = holdField(mode, owner)
 local used, held = purge(r, now, field)

@@ -13,7 +13,4 @@ local hash, leases, queue, fence, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local size, publish = ARGV[1], ARGV[2]
 
 local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
-local now = nowMs(r)
-local plan = planGrants(r, purge(r, now), r.size, '')
-finish(r, plan, now)
-return plan.left and 1 or 0
+return grantQueue(r, nowMs(r)) and 1 or 0
