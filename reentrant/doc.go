@@ -148,6 +148,7 @@
 //	<prefix>{N}:K:leases       each hold's lease deadline, in server ms
 //	<prefix>{N}:K:queue        the waiters, oldest first (Waiter.sharedRecord)
 //	<prefix>{N}:K:fence        the fencing-token counter (never expires)
+//	<prefix>{N}:K:ids          the hold-ID counter (expires an hour after its last ID)
 //	<prefix>{N}:sem:size       a semaphore's size (never expires)
 //	<prefix>{N}:K:req:<id>     a request's remembered result (expires)
 //	<prefix>{N}:K:alive:<client> a client's liveness key
@@ -172,7 +173,17 @@
 //
 // Tokens: a write or permits take the next token, as a lock's hold does; a
 // read takes the token of the last write grant (0 before any), so a batch
-// of reads shares it. A read by an owner holding the write is granted at
+// of reads shares it, and so do one owner's reads in a row. A token then
+// cannot tell one hold from the next, so every hold has a hold ID
+// (AcquireResult.HoldID, Grant.HoldID) of its own, taken when the hold
+// starts (a take, a grant, a read inside a write) and kept by its
+// re-entries and by the grants that join it: a release, a renewal and a
+// re-entry act on a hold only under its ID, and a force-release returns
+// the IDs of the holds it ended, so that a client ends exactly those. IDs
+// rise like tokens, the larger of the counter's next value and the server
+// clock in µs; the counter expires an hour after its last ID, past which
+// the clock alone keeps them rising (unless it steps back by about an
+// hour). A read by an owner holding the write is granted at
 // once, past the queue and the size, with the write's token: the read
 // stays after the write's release (a downgrade), and no write comes
 // between. A read re-enters a read, and a write a write; permits are not
@@ -180,8 +191,11 @@
 // (several, where waiters of one owner are granted together), until that
 // waiter's look claims its count or its leave gives it back: so a leave
 // gives back only its own waiter's count, and only once, and a client
-// hands back a grant that reached no waiter by that waiter's leave, never
-// by a release, which cannot tell one waiter's count from another's.
+// hands back a grant that reached no waiter, or reached it too late, by
+// that waiter's leave, never by a release, which cannot tell one waiter's
+// count from another's. So every count of a hold is given back once, by
+// whoever took it, and under the hold's ID: no action meant for one grant
+// acts on another.
 //
 // # Scripts
 //

@@ -75,7 +75,7 @@ func (l *handle) unlock(ctx context.Context) error {
 		defer cancel()
 	}
 	endedBeforeSend := h.endCause() != nil
-	res, err := h.res.release(ctx, h.owner, h.token, l.unlockReq)
+	res, err := h.res.release(ctx, h.owner, h.id, l.unlockReq)
 	if err != nil {
 		if h.endCause() == nil {
 			return err // still unlocking: a retry replays this release

@@ -20,7 +20,8 @@ func rwKey(name string) string { return lockKey(name) + ":rw" }
 
 // requireOnlyFence fails unless all that is left of name's resources
 // are their fences, a semaphore's size (which persists like a fence), and
-// request records and waiters' liveness keys that expire.
+// request records, waiters' liveness keys and hold-ID counters that
+// expire.
 func requireOnlyFence(t *testing.T, rdb *redis.Client, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -30,7 +31,8 @@ func requireOnlyFence(t *testing.T, rdb *redis.Client, name string) {
 		for _, k := range rdb.Keys(ctx, "*{"+name+"}*").Val() {
 			ttl := rdb.PTTL(ctx, k).Val()
 			gone := ttl == -2 // expired since KEYS listed it
-			expires := (strings.Contains(k, ":req:") || strings.Contains(k, ":alive:")) && ttl > 0
+			expires := (strings.Contains(k, ":req:") || strings.Contains(k, ":alive:") || strings.HasSuffix(k, ":ids")) &&
+				ttl > 0
 			persists := strings.HasSuffix(k, ":fence") || strings.HasSuffix(k, ":sem:size")
 			if !gone && !expires && !persists {
 				left = append(left, fmt.Sprintf("%s (PTTL %v)", k, ttl))

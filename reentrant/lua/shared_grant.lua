@@ -18,6 +18,9 @@
 --   - tokens: a read takes the token of the last write grant (the fencing
 --     counter's value, 0 if none); a write or permits take the next token
 --     (nextToken), each higher than the last;
+--   - a new hold gets a hold ID of its own (newHoldID), and a grant that
+--     joins its owner's hold gets that hold's: the grant message carries
+--     it, and the client acts on the hold only under it;
 --   - one plan examines at most grantBatch queue entries, which bounds how
 --     long one script blocks the server; one that stops there says so
 --     (left), and the client runs shared_pass.lua.
@@ -79,8 +82,8 @@ local function parseQueue(r, plan)
   end
 end
 
--- issue gives grant g (mode g.m) its token: the last write grant's for a
--- read, the next one for a write or permits. The counter is read once: by
+-- issue gives grant g (mode g.m), a new hold, its hold ID and its token:
+-- the last write grant's for a read, the next one for a write or permits. The counter is read once: by
 -- the write probe (see publishRun) when g is another waiter's, whose grant
 -- is published, so that the probe costs no call of its own.
 local function issue(r, plan, g)
@@ -92,6 +95,7 @@ local function issue(r, plan, g)
     end
     plan.lastWrite = tonumber(plan.fence or 0)
   end
+  g.hid = newHoldID(r)
   if g.m == 'r' then
     g.t = plan.lastWrite
     return
@@ -106,7 +110,7 @@ end
 local function admit(plan, g)
   local h = plan.holds[g.f]
   if not h and g.held then
-    h = {c = g.held.c, n = g.held.n, t = g.held.t, w = g.held.w}
+    h = {c = g.held.c, n = g.held.n, t = g.held.t, hid = g.held.hid, w = g.held.w}
     plan.holds[g.f] = h
     plan.fields[#plan.fields + 1] = g.f
   end
@@ -116,7 +120,7 @@ local function admit(plan, g)
   if h then
     h.c, h.w = h.c + 1, addName(h.w, name)
   else
-    plan.holds[g.f] = {c = 1, n = g.n, t = g.t, w = name}
+    plan.holds[g.f] = {c = 1, n = g.n, t = g.t, hid = g.hid, w = name}
     plan.fields[#plan.fields + 1] = g.f
     plan.used = plan.used + g.n
   end
@@ -135,7 +139,7 @@ local function admit(plan, g)
 end
 
 -- selectRun returns the run of consecutive heads from plan.examined on that
--- fit within size, each given its token, and the position it stopped at:
+-- fit within size, each given its token and hold ID, and the position it stopped at:
 -- the first head that does not fit, or the end of what the plan may read.
 -- Entries it skips (unreadable, heavier than size, permits of an owner
 -- that holds permits) are passed over, to be dropped with the run.
@@ -153,7 +157,7 @@ local function selectRun(r, plan, size)
     local held = w and (w.held or plan.holds[w.f] or joined[w.f])
     if w and w.n <= size and not (held and w.m == 'p') then
       if held then
-        w.t = held.t
+        w.t, w.hid = held.t, held.hid
       elseif used + w.n > size then
         return run, n
       else
@@ -170,14 +174,14 @@ end
 -- grantMessage is the one message to a grant channel for waiters ws: their
 -- IDs joined by commas (notify hands the payload to each), a space, and a
 -- JSON object with the resource's hash key (k) and, by waiter ID, each
--- grant (g): its token (t, a string: cjson would round it), owner (o) and
--- mode (m), its permits (n, for permits only: a mode of a read-write lock
+-- grant (g): its token (t) and hold ID (h; strings: cjson would round
+-- them), owner (o) and mode (m), its permits (n, for permits only: a mode of a read-write lock
 -- says its weight), and the lease it has until confirmed (u), if shorter.
 local function grantMessage(r, ws)
   local ids, grants = {}, {}
   for i, w in ipairs(ws) do
     ids[i] = w.id
-    local g = {t = formatToken(w.t), o = w.o, m = w.m}
+    local g = {t = formatToken(w.t), h = formatToken(w.hid), o = w.o, m = w.m}
     if w.m == 'p' then
       g.n = w.n
     end
@@ -223,7 +227,7 @@ local function planTake(r, plan, g)
   g.u = g.l
   local h = plan.holds[g.f]
   if h then
-    g.t = h.t
+    g.t, g.hid = h.t, h.hid
   else
     issue(r, plan, g)
   end
@@ -233,7 +237,7 @@ end
 -- planGrants grants what fits of the queue's head, when used is taken of
 -- size (nil when unknown: then nothing), and publishes the grants; self is the caller's own waiter ID, if
 -- any. It writes nothing: commitGrants writes the plan. The plan has
--- grants (each with f, m, n, o, t, id, l, u), holds (by field, what the
+-- grants (each with f, m, n, o, t, hid, id, l, u), holds (by field, what the
 -- granted holds will be), mine (the caller's own, if granted), used (after
 -- them), examined (the queue entries to drop), rest (whether entries are
 -- left behind them) and left (it stopped at grantBatch, before a head it
@@ -288,7 +292,7 @@ local function commitGrants(r, plan, now)
   for _, f in ipairs(plan.fields) do
     local h = plan.holds[f]
     holds[#holds + 1] = f
-    holds[#holds + 1] = formatHold(h.c, h.n, h.t, h.w)
+    holds[#holds + 1] = formatHold(h.c, h.n, h.t, h.hid, h.w)
   end
   -- A deadline goes as a string (see purgeMax), made once per lease: the
   -- grants of a batch mostly ask for the same.
@@ -325,7 +329,7 @@ end
 -- the grant stopped at its bound (the plan's left).
 local function leaveHold(r, field, held, used, now)
   if held.c > 1 then
-    redis.call('hset', r.hash, field, formatHold(held.c - 1, held.n, held.t, held.w))
+    redis.call('hset', r.hash, field, formatHold(held.c - 1, held.n, held.t, held.hid, held.w))
     return held.c - 1, false
   end
   r.gone = field

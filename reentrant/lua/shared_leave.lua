@@ -5,7 +5,8 @@
 -- KEYS[2] leases: the holds' lease deadlines
 -- KEYS[3] queue: the waiters
 -- KEYS[4] fence: the fencing-token counter
--- KEYS[5] sizeKey: the semaphore's size; absent for a read-write lock
+-- KEYS[5] ids: the hold-ID counter (see newHoldID)
+-- KEYS[6] sizeKey: the semaphore's size; absent for a read-write lock
 -- ARGV[1] owner: the waiter's owner
 -- ARGV[2] mode: the waiter's mode
 -- ARGV[3] waiter: the waiter's ID
@@ -16,14 +17,14 @@
 -- granted and left its hold, 2 when it did and the grant that followed
 -- stopped at its bound with queue entries it did not judge: the client
 -- runs shared_pass.lua.
-local hash, leases, queue, fence, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local hash, leases, queue, fence, ids, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local owner, mode, waiter, record, size = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local publish = ARGV[6]
 
 if redis.call('lrem', queue, 1, record) == 1 then
   return 0
 end
-local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
+local r = resource(hash, leases, queue, fence, ids, sizeKey, size, publish)
 local now = nowMs(r)
 local field = holdField(mode, owner)
 local used, held = purge(r, now, field)
