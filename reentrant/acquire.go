@@ -30,12 +30,30 @@ type AcquireResult struct {
 	// the call changed nothing, its lease included: a replay, or a waiter
 	// finding the grant it was handed.
 	Reported bool
+	// hold is a multi-holder resource's hold ID (see HoldID); 0 for a
+	// plain lock.
+	hold uint64
 	// Draining (when not Acquired) says the lock is free, but its queue
 	// still starts with entries that no longer listen, more than this
 	// call's runs could drop (a bounded number, so that a call's time is
 	// bounded). Nothing was taken, since live waiters may be behind them;
 	// a waiter is queued. HolderTTL is zero: call again at once.
 	Draining bool
+}
+
+// HoldID is the ID of the owner's hold (when Acquired), which a release,
+// a renewal or a re-entry names it by: unique per hold, kept on re-entry.
+// For a plain lock it is the token. A multi-holder resource's hold has an
+// ID of its own (see the package doc's Multi-holder resources), since a
+// read's token, the last write's, is shared by every read since.
+func (r AcquireResult) HoldID() uint64 { return holdID(r.hold, r.Token) }
+
+// holdID is a hold's ID: hold, a multi-holder resource's, else the token.
+func holdID(hold, token uint64) uint64 {
+	if hold != 0 {
+		return hold
+	}
+	return token
 }
 
 // Acquire takes the lock for owner, or re-enters it when owner already holds
@@ -137,6 +155,9 @@ func (k Keys) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []string
 // shared_acquire.lua): its headers give the replies.
 func parseAcquireReply(reply []int64) (AcquireResult, error) {
 	switch {
+	case len(reply) == 5 && reply[0] == 1 && reply[4] > 0:
+		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2]), Reported: reply[3] == 1,
+			hold: uint64(reply[4])}, nil
 	case (len(reply) == 3 || len(reply) == 4) && reply[0] == 1:
 		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2]), Reported: len(reply) == 4}, nil
 	case len(reply) == 2 && reply[0] == 0:

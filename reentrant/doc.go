@@ -185,6 +185,7 @@
 //	<prefix>{N}:K:leases       each hold's lease deadline, in server ms
 //	<prefix>{N}:K:queue        the waiters, oldest first (Waiter.sharedRecord; expires)
 //	<prefix>{N}:K:fence        the fencing-token counter (expires; see Footprint)
+//	<prefix>{N}:K:ids          the hold-ID counter (expires as a fencing counter; see Footprint)
 //	<prefix>{N}:sem:size       a semaphore's size (never expires)
 //	<prefix>{N}:K:req:<id>     a request's remembered result (expires)
 //	<prefix>{N}:K:alive:<client> a client's liveness key
@@ -213,26 +214,38 @@
 //
 // Tokens: a write or permits take the next token, as a lock's hold does,
 // so each rises strictly. A read takes the counter's value, the token of
-// the last write grant, so reads side by side share it. With no counter
-// (none yet, or lost with a server's data, or expired; see Footprint) a
-// read takes the next token as a write does, and stores it: so no read is
-// below a token handed out before it, the reads after it share it, and a
-// write after them is above it. A read's floor is the counter, not the
-// clock: a failover that lost the last writes but kept an older counter
-// gives reads that older value, below the lost writes' tokens, while
-// writes and permits still rise above them. A read by an owner holding the
-// write is granted at once, past the queue and the size, with the write's
-// token: the read stays after the write's release (a downgrade), and no
-// write comes between. So a write's grant also admits its owner's reads
-// queued behind it, wherever they are among the entries one grant may
-// read, and a read whose own call grants its owner's write is granted
-// inside it. A read re-enters a read, and a write a write; permits are not
+// the last write grant, so reads side by side share it, and so do one
+// owner's reads in a row. With no counter (none yet, or lost with a
+// server's data, or expired; see Footprint) a read takes the next token as
+// a write does, and stores it: so no read is below a token handed out
+// before it, the reads after it share it, and a write after them is above
+// it. A read's floor is the counter, not the clock: a failover that lost
+// the last writes but kept an older counter gives reads that older value,
+// below the lost writes' tokens, while writes and permits still rise above
+// them. A token then cannot tell one hold from the next, so every hold has
+// a hold ID (AcquireResult.HoldID, Grant.HoldID) of its own, taken when
+// the hold starts (a take, a grant, a read inside a write) and kept by its
+// re-entries and by the grants that join it: a release, a renewal and a
+// re-entry act on a hold only under its ID, and a force-release returns
+// the IDs of the holds it ended, so that a client ends exactly those. IDs
+// rise like tokens, the larger of the counter's next value and the server
+// clock in µs; the counter expires two of the longest new hold's leases
+// past its last ID's time, as a fencing counter does, past which the clock
+// alone keeps them rising (unless it steps back by two leases). A read by an owner holding the write is granted at once, past the
+// queue and the size, with the write's token: the read stays after the
+// write's release (a downgrade), and no write comes between. So a write's
+// grant also admits its owner's reads queued behind it, wherever they are
+// among the entries one grant may read, and a read whose own call grants
+// its owner's write is granted inside it. A read re-enters a read, and a write a write; permits are not
 // re-entered. A hold names each waiter a message granted a count of it
 // (several, where waiters of one owner are granted together), until that
 // waiter's look claims its count or its leave gives it back: so a leave
 // gives back only its own waiter's count, and only once, and a client
-// hands back a grant that reached no waiter by that waiter's leave, never
-// by a release, which cannot tell one waiter's count from another's.
+// hands back a grant that reached no waiter, or reached it too late, by
+// that waiter's leave, never by a release, which cannot tell one waiter's
+// count from another's. So every count of a hold is given back once, by
+// whoever took it, and under the hold's ID: no action meant for one grant
+// acts on another.
 //
 // # Scripts
 //

@@ -31,14 +31,21 @@ type Grant struct {
 	// grant (a renewal, or a look), where liveness is judged by key; zero
 	// when the grant already has the lease the waiter asked for.
 	Unconfirmed time.Duration
+
+	hold uint64 // a multi-holder resource's hold ID (see HoldID); 0 for a plain lock
 }
 
-// grantBody is one grant in a message: the token (a string, which cjson
-// does not round), the owner, the mode and the permits (of a multi-holder
+// HoldID is the ID of the hold the grant grants: a plain lock's token, or
+// the hold ID of a multi-holder resource's hold (see AcquireResult.HoldID).
+func (g Grant) HoldID() uint64 { return holdID(g.hold, g.Token) }
+
+// grantBody is one grant in a message: the token and a multi-holder
+// resource's hold ID (strings, which cjson does not round), the owner, the mode and the permits (of a multi-holder
 // resource; a mode of a read-write lock says its weight) and, where the
 // grant's lease holds only until confirmed, that lease in ms.
 type grantBody struct {
 	Token       jsonText `json:"t"`
+	Hold        jsonText `json:"h"`
 	Owner       jsonText `json:"o"`
 	Mode        Mode     `json:"m"`
 	Permits     int64    `json:"n"`
@@ -141,8 +148,14 @@ func parseGrantBody(body string) (grantPayload, error) {
 		if err != nil || (kind == "") != (b.Mode == "") || n < 0 {
 			return Grant{}, errNotGrant
 		}
+		var hold uint64
+		if kind != "" {
+			if hold, err = strconv.ParseUint(string(b.Hold), 10, 64); err != nil || hold == 0 {
+				return Grant{}, errNotGrant
+			}
+		}
 		return Grant{Waiter: id, Lock: hash[from+1 : to], Kind: kind, Mode: b.Mode, Weight: n, Token: token,
-			Owner: string(b.Owner), Unconfirmed: time.Duration(b.Unconfirmed) * time.Millisecond}, nil
+			Owner: string(b.Owner), Unconfirmed: time.Duration(b.Unconfirmed) * time.Millisecond, hold: hold}, nil
 	}
 	if kind == "" {
 		g, err := read("", m.grantBody)

@@ -95,17 +95,21 @@ func BenchmarkParseGrant(b *testing.B) {
 // waiter it is addressed to; a waiter reads the payload as addressed to
 // itself alone (as notify hands it over), and anything else is refused.
 func TestParseSharedGrants(t *testing.T) {
-	rw, err := ParseGrant(`a {"k":"app:{x}:rw","g":{"a":{"t":"7","o":"A","m":"w"}}}`)
+	rw, err := ParseGrant(`a {"k":"app:{x}:rw","g":{"a":{"t":"7","h":"11","o":"A","m":"w"}}}`)
 	require.NoError(t, err)
-	require.Equal(t, Grant{Waiter: "a", Lock: "x", Kind: KindRW, Mode: ModeWrite, Weight: WriteWeight, Token: 7, Owner: "A"}, rw)
+	require.Equal(t, Grant{Waiter: "a", Lock: "x", Kind: KindRW, Mode: ModeWrite, Weight: WriteWeight, Token: 7, Owner: "A",
+		hold: 11}, rw)
+	require.EqualValues(t, 11, rw.HoldID())
+	_, err = ParseGrant(`a {"k":"app:{x}:rw","g":{"a":{"t":"7","o":"A","m":"w"}}}`)
+	require.Error(t, err, "a multi-holder grant with no hold ID")
 
-	msg := `a,b {"k":"app:{pool}:sem","g":{"a":{"t":"7","o":"A","m":"p","n":1},"b":{"t":"8","o":"B b","m":"p","n":3,"u":150}}}`
+	msg := `a,b {"k":"app:{pool}:sem","g":{"a":{"t":"7","h":"7","o":"A","m":"p","n":1},"b":{"t":"8","h":"9","o":"B b","m":"p","n":3,"u":150}}}`
 	gs, err := ParseGrants(msg)
 	require.NoError(t, err)
 	require.Equal(t, []Grant{
-		{Waiter: "a", Lock: "pool", Kind: KindSemaphore, Mode: ModePermits, Weight: 1, Token: 7, Owner: "A"},
+		{Waiter: "a", Lock: "pool", Kind: KindSemaphore, Mode: ModePermits, Weight: 1, Token: 7, Owner: "A", hold: 7},
 		{Waiter: "b", Lock: "pool", Kind: KindSemaphore, Mode: ModePermits, Weight: 3, Token: 8, Owner: "B b",
-			Unconfirmed: 150 * time.Millisecond},
+			Unconfirmed: 150 * time.Millisecond, hold: 9},
 	}, gs)
 	_, err = ParseGrant(msg)
 	require.Error(t, err, "addressed to two")
@@ -156,7 +160,7 @@ func TestGrantReaderDecodesASharedPayloadOnce(t *testing.T) {
 	for i := range 100 {
 		id := fmt.Sprint("r", i)
 		ids = append(ids, id)
-		grants[id] = fmt.Sprintf(`{"t":"9","o":"R%d","m":"r"}`, i)
+		grants[id] = fmt.Sprintf(`{"t":"9","h":"%d","o":"R%d","m":"r"}`, 10+i, i)
 	}
 	body, err := json.Marshal(map[string]any{"k": "baton:{x}:rw", "g": rawGrants(grants)})
 	require.NoError(t, err)

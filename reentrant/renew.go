@@ -15,7 +15,7 @@ var renewScript = newScript(luaFiles("master.lua", "token.lua", "shared.lua", "r
 
 // Renewal names one owner's hold on one lock under its token, for
 // RenewAll; or, made by Share.Renewal, a hold of a multi-holder resource
-// (Keys is then unused).
+// under its hold ID, in Token (Keys is then unused).
 type Renewal struct {
 	Keys  Keys
 	Owner string

@@ -81,10 +81,10 @@ func TestRenewAllRenewsMixedHoldsOneCallPerGroup(t *testing.T) {
 	groups := [][]Renewal{
 		{
 			{Keys: lock, Owner: "L", Token: l.Token},
-			read.Renewal("R", r.Token),
-			p.Renewal("X", lost.Token),
-			p.Renewal("A", a.Token),
-			read.Renewal("nobody", r.Token),
+			read.Renewal("R", r.HoldID()),
+			p.Renewal("X", lost.HoldID()),
+			p.Renewal("A", a.HoldID()),
+			read.Renewal("nobody", r.HoldID()),
 		},
 		{{Keys: other, Owner: "O", Token: o.Token - 1}, {Keys: other, Owner: "O", Token: o.Token}},
 		nil,

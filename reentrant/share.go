@@ -16,16 +16,17 @@ var (
 )
 
 // Acquire takes the share for owner, or re-enters owner's hold in the
-// share's mode, as Keys.Acquire does for a lock: the same token, replay
-// and waiter rules, and no call takes past a queue. A read by an owner
+// share's mode, as Keys.Acquire does for a lock: the same replay and
+// waiter rules, and no call takes past a queue. A non-zero hold re-enters
+// only the hold of that ID (AcquireResult.HoldID), as a lock's token does. A read by an owner
 // that holds the write is granted at once, past the queue, with the
 // write's token. The call is refused, writing nothing, when the share's
 // weight is above the size (ErrInvalidPermits), and an owner holding
 // permits already is refused (ErrPermitsHeld). When the share does not fit
 // (or others queue before it), HolderTTL is how long until the first
 // hold's lease runs out (negative for none), when a waiter should look.
-func (s Share) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64, w Waiter) (AcquireResult, error) {
-	return s.acquire(ctx, rdb, owner, requestID, lease, false, token, w)
+func (s Share) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, hold uint64, w Waiter) (AcquireResult, error) {
+	return s.acquire(ctx, rdb, owner, requestID, lease, false, hold, w)
 }
 
 // AcquireNew takes the share for an owner made for this one call (see
@@ -37,7 +38,7 @@ func (s Share) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string,
 
 // acquire runs shared_acquire.lua for Acquire and AcquireNew, until
 // drained (untilDrained).
-func (s Share) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, token uint64, w Waiter) (AcquireResult, error) {
+func (s Share) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, hold uint64, w Waiter) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return AcquireResult{}, err
@@ -48,8 +49,8 @@ func (s Share) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID
 	if w.ID != "" {
 		record = w.sharedRecord(s.mode, s.weight, owner, ms, aliveMs, !newOwner)
 	}
-	keys := k.keys(k.RequestKey(requestID))
-	args := []any{owner, formatToken(token), string(s.mode), s.weight, k.size, ms, wireFlag(newOwner),
+	keys := k.keys(k.HoldIDs, k.RequestKey(requestID))
+	args := []any{owner, formatToken(hold), string(s.mode), s.weight, k.size, ms, wireFlag(newOwner),
 		k.lock.requestTTL.Milliseconds(), w.ID, record, w.Alive, aliveMs, k.lock.publish}
 	return untilDrained(func() (AcquireResult, error) { return s.acquireOnce(ctx, rdb, keys, args) })
 }
@@ -75,14 +76,15 @@ func (s Share) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []strin
 	return res, nil
 }
 
-// Release leaves one count of owner's hold in the share's mode under
-// token, as Keys.Release does: NotHeld, changing nothing, when owner does
-// not hold so; the release of the last count grants what fits of the
+// Release leaves one count of owner's hold in the share's mode of ID
+// hold (AcquireResult.HoldID), as Keys.Release does under a token:
+// NotHeld, changing nothing, when owner does not hold so (a hold that
+// ended, even if the owner holds again since); the release of the last count grants what fits of the
 // queue before it returns. requestID must be unique per release: a
 // repeated call with the same ID replays the first result.
-func (s Share) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
+func (s Share) Release(ctx context.Context, rdb redis.Scripter, owner string, hold uint64, requestID string) (ReleaseResult, error) {
 	k := s.keys
-	n, err := sharedReleaseScript.Run(ctx, rdb, k.keys(k.RequestKey(requestID)), owner, formatToken(token),
+	n, err := sharedReleaseScript.Run(ctx, rdb, k.keys(k.HoldIDs, k.RequestKey(requestID)), owner, formatToken(hold),
 		string(s.mode), k.size, k.lock.requestTTL.Milliseconds(), k.lock.publish).Int64()
 	if err != nil {
 		return ReleaseResult{}, fmt.Errorf("reentrant: release %s %q: %w", k.Kind, k.Name, err)
@@ -106,7 +108,7 @@ func (s Share) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner st
 	}
 	k := s.keys
 	record := w.sharedRecord(s.mode, s.weight, owner, ms, k.lock.aliveTTL.Milliseconds(), !newOwner)
-	n, err := sharedLeaveScript.Run(ctx, rdb, k.keys(), owner, string(s.mode), w.ID, record, k.size,
+	n, err := sharedLeaveScript.Run(ctx, rdb, k.keys(k.HoldIDs), owner, string(s.mode), w.ID, record, k.size,
 		k.lock.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("reentrant: leave %s %q: %w", k.Kind, k.Name, err)
@@ -117,17 +119,17 @@ func (s Share) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner st
 	return n == 1 || n == 2, nil
 }
 
-// Renew makes sure owner's hold in the share's mode has at least lease
-// left, when owner still holds so under token and its lease has not run
+// Renew makes sure owner's hold in the share's mode of ID hold has at
+// least lease left, when owner still holds it and its lease has not run
 // out by the server clock (it never shortens a lease), and reports whether
 // it did.
-func (s Share) Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error) {
-	return s.Renewal(owner, token).renew(ctx, rdb, lease)
+func (s Share) Renew(ctx context.Context, rdb redis.Scripter, owner string, hold uint64, lease time.Duration) (bool, error) {
+	return s.Renewal(owner, hold).renew(ctx, rdb, lease)
 }
 
-// Renewal names owner's hold in the share's mode under token, for
+// Renewal names owner's hold in the share's mode of ID hold, for
 // RenewAll, which renews it in the same script call as the other holds of
-// its slot, plain locks' included.
-func (s Share) Renewal(owner string, token uint64) Renewal {
-	return Renewal{Owner: owner, Token: token, share: &s}
+// its slot, plain locks' included. The Renewal's Token is the hold ID.
+func (s Share) Renewal(owner string, hold uint64) Renewal {
+	return Renewal{Owner: owner, Token: hold, share: &s}
 }

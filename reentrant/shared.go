@@ -80,6 +80,9 @@ type SharedKeys struct {
 	Queue string
 	// Fence is the key of the fencing-token counter.
 	Fence string
+	// HoldIDs is the key of the hold-ID counter: every hold gets an ID of
+	// its own from it, which the scripts act on the hold under.
+	HoldIDs string
 	// Size is the key of a semaphore's size; empty for a read-write lock.
 	Size string
 
@@ -100,7 +103,7 @@ func (ns Namespace) SharedKeys(kind Kind, name string) (SharedKeys, error) {
 	}
 	hash := lock.Hash + ":" + string(kind)
 	k := SharedKeys{Name: name, Kind: kind, Hash: hash, Leases: hash + ":leases", Queue: hash + ":queue",
-		Fence: hash + ":fence", lock: lock, requestPrefix: hash + ":req:"}
+		Fence: hash + ":fence", HoldIDs: hash + ":ids", lock: lock, requestPrefix: hash + ":req:"}
 	if kind == KindRW {
 		k.size = WriteWeight
 	} else {
@@ -150,7 +153,8 @@ func (k SharedKeys) Waiter(id, client string) Waiter {
 func (k SharedKeys) RequestKey(id string) string { return k.requestPrefix + id }
 
 // keys are k's keys in the order the scripts take them: the hash, the
-// leases, the queue and the counter, then extra, then a semaphore's size.
+// leases, the queue and the counter, then extra (the hold-ID counter
+// first, for a script that can take or grant), then a semaphore's size.
 func (k SharedKeys) keys(extra ...string) []string {
 	keys := append([]string{k.Hash, k.Leases, k.Queue, k.Fence}, extra...)
 	if k.Size != "" {

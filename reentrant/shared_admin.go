@@ -22,7 +22,7 @@ var (
 // done. It reports nothing; what it leaves, the waiters' looks go on with.
 func (k SharedKeys) handOn(ctx context.Context, rdb redis.Scripter) {
 	for range drainPasses {
-		left, err := sharedPassScript.Run(ctx, rdb, k.keys(), k.size, k.lock.publish).Int64()
+		left, err := sharedPassScript.Run(ctx, rdb, k.keys(k.HoldIDs), k.size, k.lock.publish).Int64()
 		if err != nil || left == 0 {
 			return
 		}
@@ -40,7 +40,7 @@ func (k SharedKeys) SetSize(ctx context.Context, rdb redis.Scripter, size int64)
 	if size < 1 || size > MaxSize {
 		return fmt.Errorf("%w: %d, the range is 1 to %d", ErrInvalidSize, size, MaxSize)
 	}
-	keys := []string{k.Hash, k.Leases, k.Queue, k.Fence, k.Size}
+	keys := k.keys(k.HoldIDs)
 	left, err := sharedSetSizeScript.Run(ctx, rdb, keys, size, k.lock.publish).Int64()
 	if err != nil {
 		return fmt.Errorf("reentrant: set size %s %q: %w", k.Kind, k.Name, err)
@@ -53,22 +53,28 @@ func (k SharedKeys) SetSize(ctx context.Context, rdb redis.Scripter, size int64)
 
 // ForceRelease ends every hold of the resource, whoever holds it, and
 // grants what fits of its queue before it returns. It returns how many
-// holds it ended. Like Keys.ForceRelease, a repeated call with the same
-// requestID replays the first result rather than ending the holds its
-// first run granted.
-func (k SharedKeys) ForceRelease(ctx context.Context, rdb redis.Scripter, requestID string) (int64, error) {
-	reply, err := sharedForceReleaseScript.Run(ctx, rdb, k.keys(k.RequestKey(requestID)), k.size, k.lock.publish,
-		k.lock.requestTTL.Milliseconds()).Int64Slice()
+// holds it ended, and the hold ID (AcquireResult.HoldID) of each, so that
+// a client ends exactly those: a hold its owner took again while the reply
+// was on its way has an ID of its own. Like Keys.ForceRelease, a repeated
+// call with the same requestID replays the first result rather than
+// ending the holds its first run granted.
+func (k SharedKeys) ForceRelease(ctx context.Context, rdb redis.Scripter, requestID string) (int64, []uint64, error) {
+	reply, err := sharedForceReleaseScript.Run(ctx, rdb, k.keys(k.HoldIDs, k.RequestKey(requestID)), k.size,
+		k.lock.publish, k.lock.requestTTL.Milliseconds()).Int64Slice()
 	if err != nil {
-		return 0, fmt.Errorf("reentrant: force-release %s %q: %w", k.Kind, k.Name, err)
+		return 0, nil, fmt.Errorf("reentrant: force-release %s %q: %w", k.Kind, k.Name, err)
 	}
-	if len(reply) != 2 {
-		return 0, fmt.Errorf("reentrant: force-release %s %q: unexpected reply %v", k.Kind, k.Name, reply)
+	if len(reply) < 2 {
+		return 0, nil, fmt.Errorf("reentrant: force-release %s %q: unexpected reply %v", k.Kind, k.Name, reply)
 	}
 	if reply[1] == 1 {
 		k.handOn(ctx, rdb)
 	}
-	return reply[0], nil
+	ended := make([]uint64, len(reply)-2)
+	for i, id := range reply[2:] {
+		ended[i] = uint64(id)
+	}
+	return reply[0], ended, nil
 }
 
 // SharedState is a snapshot of a multi-holder resource, as Inspect reads it.

@@ -66,7 +66,7 @@ func TestRWWriteReleaseAdmitsAllQueuedReadsInOneRun(t *testing.T) {
 		c2.enqueue(t, ctx, rdb, write, "W2", c2.waiter("w2"))
 
 		counts := commandsDuring(t, ctx, rdb, func() {
-			rel, err := write.Release(ctx, rdb, "W", w.Token, "rel")
+			rel, err := write.Release(ctx, rdb, "W", w.HoldID(), "rel")
 			require.NoError(t, err)
 			require.Equal(t, Released, rel.Status)
 		})

@@ -62,12 +62,12 @@ func contend(t *testing.T, ctx context.Context, rdb *redis.Client, k SharedKeys,
 	requireOnlyPersistentKeys(t, ctx, rdb, k)
 }
 
-// waitFor acquires s for owner as waiter w of c, and returns its token.
+// waitFor acquires s for owner as waiter w of c, and returns its hold ID.
 func waitFor(ctx context.Context, rdb *redis.Client, c *client, s Share, owner string, w Waiter) (uint64, error) {
 	for {
 		r, err := s.AcquireNew(ctx, rdb, owner, testLease, w)
 		if err != nil || r.Acquired {
-			return r.Token, err
+			return r.HoldID(), err
 		}
 		wait := 100 * time.Millisecond
 		if r.HolderTTL > 0 {
@@ -85,7 +85,7 @@ func waitFor(ctx context.Context, rdb *redis.Client, c *client, s Share, owner s
 		}
 		for _, g := range gs {
 			if g.Waiter == w.ID {
-				return g.Token, nil
+				return g.HoldID(), nil
 			}
 		}
 	}

@@ -24,12 +24,12 @@ func TestSharedGrantPublishesBeforeItWrites(t *testing.T) {
 	limited := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, Username: "nochannel", Password: "pw"})
 	t.Cleanup(func() { _ = limited.Close() })
 
-	_, err = p.Release(ctx, limited, "A", a.Token, "rel")
+	_, err = p.Release(ctx, limited, "A", a.HoldID(), "rel")
 	require.ErrorContains(t, err, "can't publish to the channel")
 	require.Equal(t, map[string]int64{"p:A": 1}, holds(t, ctx, rdb, k), "A still holds")
 	require.Equal(t, []string{"b"}, queued(t, ctx, rdb, k))
 	require.Equal(t, a.Token, currentSharedToken(t, ctx, rdb, k), "no token was issued")
-	rel, err := p.Release(ctx, rdb, "A", a.Token, "rel-2")
+	rel, err := p.Release(ctx, rdb, "A", a.HoldID(), "rel-2")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	require.Equal(t, "b", c.grants(t)[0].Waiter)
@@ -59,11 +59,11 @@ func TestNoSharedGrantIsPublishedOnAReplica(t *testing.T) {
 
 	for name, run := range map[string]func() error{
 		"release": func() error {
-			_, err := write.Release(ctx, rdb, "W", w.Token, "rel")
+			_, err := write.Release(ctx, rdb, "W", w.HoldID(), "rel")
 			return err
 		},
 		"force release": func() error {
-			_, err := k.ForceRelease(ctx, rdb, "force-shared_failure-1")
+			_, _, err := k.ForceRelease(ctx, rdb, "force-shared_failure-1")
 			return err
 		},
 	} {
@@ -91,13 +91,13 @@ func TestEndingHoldIsNotReenteredByItsOwnersWaiter(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, r.Acquired)
 	}
-	_, err = write.Release(ctx, rdb, "W", w.Token, "rel-w")
+	_, err = write.Release(ctx, rdb, "W", w.HoldID(), "rel-w")
 	require.NoError(t, err)
 	g := c.grants(t)
 	require.Equal(t, "o1", g[0].Waiter)
 	require.Equal(t, []string{"w2", "o2"}, queued(t, ctx, rdb, k), "O holds a read, and its other call waits behind W2")
 
-	_, err = read.Release(ctx, rdb, "O", g[0].Token, "rel-o")
+	_, err = read.Release(ctx, rdb, "O", g[0].HoldID(), "rel-o")
 	require.NoError(t, err)
 	g = c.grants(t)
 	require.Len(t, g, 1)
@@ -114,7 +114,7 @@ func TestSharedScriptErrorsNameTheirFileAndLine(t *testing.T) {
 	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
 	require.NoError(t, err)
 	require.NoError(t, rdb.Set(ctx, k.Queue, "not a list", 0).Err())
-	_, err = write.Release(ctx, rdb, "W", w.Token, "rel")
+	_, err = write.Release(ctx, rdb, "W", w.HoldID(), "rel")
 	grant := luaFiles("shared_grant.lua")[0]
 	at := "shared_grant.lua:" + strconv.Itoa(lineOf(t, grant, "redis.call('lrange', r.queue"))
 	requireLocated(t, err, at, "WRONGTYPE")

@@ -48,7 +48,7 @@ func TestExpiredHoldIsPurgedByTheServerClock(t *testing.T) {
 	st, err := k.Inspect(ctx, rdb)
 	require.NoError(t, err)
 	require.EqualValues(t, 3, st.Used, "A's permit is no longer counted")
-	ok, err := p.Renew(ctx, rdb, "A", a.Token, testLease)
+	ok, err := p.Renew(ctx, rdb, "A", a.HoldID(), testLease)
 	require.NoError(t, err)
 	require.False(t, ok, "an expired hold is not renewed")
 }
@@ -79,7 +79,7 @@ func TestDeadWaiterIsSkipped(t *testing.T) {
 			require.NoError(t, dead.sub.Close())
 			require.NoError(t, rdb.Del(ctx, k.AliveKey("dead")).Err())
 
-			_, err = write.Release(ctx, rdb, "W", w.Token, "rel")
+			_, err = write.Release(ctx, rdb, "W", w.HoldID(), "rel")
 			require.NoError(t, err)
 			gs := c.grants(t)
 			require.Equal(t, []string{"r2", "r3"}, []string{gs[0].Waiter, gs[1].Waiter}, "W1 was skipped")
@@ -95,7 +95,7 @@ func TestDeadWaiterIsSkipped(t *testing.T) {
 			require.LessOrEqual(t, st.Holds[0].TTL, aliveTTL, "until confirmed")
 			r, err := read.AcquireNew(ctx, rdb, "R2", testLease, c.waiter("r2"))
 			require.NoError(t, err)
-			require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: w.Token, Reported: true}, r)
+			require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: w.Token, Reported: true, hold: gs[0].HoldID()}, r)
 			st, err = k.Inspect(ctx, rdb)
 			require.NoError(t, err)
 			require.Equal(t, "R2", st.Holds[len(st.Holds)-1].Owner)
@@ -123,7 +123,7 @@ func TestLeaveRacingAGrantPassesTheShareOn(t *testing.T) {
 	require.False(t, left, "R4 only leaves the queue")
 	require.Equal(t, []string{"r1", "r2", "w3"}, queued(t, ctx, rdb, k))
 
-	_, err = write.Release(ctx, rdb, "W", w.Token, "rel")
+	_, err = write.Release(ctx, rdb, "W", w.HoldID(), "rel")
 	require.NoError(t, err)
 	require.Len(t, c.grants(t), 2) // R1 and R2, whose calls are giving up
 	for i, o := range []string{"R1", "R2"} {
@@ -155,21 +155,26 @@ func TestSharedScriptsReplay(t *testing.T) {
 		if i == 0 {
 			first = r
 		}
-		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first.Token, Reported: i > 0}, r, "run %d", i)
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first.Token, Reported: i > 0, hold: first.HoldID()}, r, "run %d", i)
 	}
 	_, err := read.Acquire(ctx, rdb, "O", "second", testLease, 0, Waiter{})
 	require.NoError(t, err)
 	for i := range 2 {
-		rel, err := read.Release(ctx, rdb, "O", first.Token, "rel")
+		rel, err := read.Release(ctx, rdb, "O", first.HoldID(), "rel")
 		require.NoError(t, err)
 		require.Equal(t, ReleaseResult{Status: StillHeld, Remaining: 1}, rel, "run %d", i)
 	}
 	require.Equal(t, map[string]int64{"r:O": 1}, holds(t, ctx, rdb, k))
 
+	var n AcquireResult
 	for i := range 2 {
 		r, err := read.AcquireNew(ctx, rdb, "N", testLease, Waiter{})
 		require.NoError(t, err)
-		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first.Token, Reported: i > 0}, r, "run %d", i)
+		if i == 0 {
+			n = r
+			require.NotEqual(t, first.HoldID(), n.HoldID(), "a hold of its own")
+		}
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first.Token, Reported: i > 0, hold: n.HoldID()}, r, "run %d", i)
 	}
 
 	// A shared owner's waiter, granted in a batch, finds its grant on its
@@ -179,15 +184,15 @@ func TestSharedScriptsReplay(t *testing.T) {
 	r, err := write.Acquire(ctx, rdb, "S", "s-look", testLease, 0, ws)
 	require.NoError(t, err)
 	require.False(t, r.Acquired)
-	for _, o := range []string{"O", "N"} {
-		_, err := read.Release(ctx, rdb, o, first.Token, "last-"+o)
+	for o, id := range map[string]uint64{"O": first.HoldID(), "N": n.HoldID()} {
+		_, err := read.Release(ctx, rdb, o, id, "last-"+o)
 		require.NoError(t, err)
 	}
 	g := c.grants(t)[0]
 	for range 2 {
 		r, err = write.Acquire(ctx, rdb, "S", "s-look", testLease, 0, ws)
 		require.NoError(t, err)
-		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: g.Token, Reported: true}, r)
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: g.Token, Reported: true, hold: g.HoldID()}, r)
 	}
 	require.Equal(t, map[string]int64{"w:S": 1}, holds(t, ctx, rdb, k))
 }
@@ -201,7 +206,7 @@ func TestSharedRenewal(t *testing.T) {
 	p := permits(t, k, 1)
 	a, err := p.AcquireNew(ctx, rdb, "A", time.Second, Waiter{})
 	require.NoError(t, err)
-	ok, err := p.Renew(ctx, rdb, "A", a.Token, testLease)
+	ok, err := p.Renew(ctx, rdb, "A", a.HoldID(), testLease)
 	require.NoError(t, err)
 	require.True(t, ok)
 	ttl := func() time.Duration {
@@ -210,11 +215,11 @@ func TestSharedRenewal(t *testing.T) {
 		return st.Holds[0].TTL
 	}
 	require.Greater(t, ttl(), testLease-time.Second)
-	ok, err = p.Renew(ctx, rdb, "A", a.Token, time.Second)
+	ok, err = p.Renew(ctx, rdb, "A", a.HoldID(), time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Greater(t, ttl(), testLease-time.Second, "never shortened")
-	ok, err = p.Renew(ctx, rdb, "A", a.Token+1, testLease)
+	ok, err = p.Renew(ctx, rdb, "A", a.HoldID()+1, testLease)
 	require.NoError(t, err)
 	require.False(t, ok, "another token")
 
@@ -222,7 +227,7 @@ func TestSharedRenewal(t *testing.T) {
 	require.NoError(t, err)
 	l, err := lock.AcquireNew(ctx, rdb, "L", testLease, Waiter{})
 	require.NoError(t, err)
-	renewals := []Renewal{{Keys: lock, Owner: "L", Token: l.Token}, p.Renewal("A", a.Token), p.Renewal("B", a.Token)}
+	renewals := []Renewal{{Keys: lock, Owner: "L", Token: l.Token}, p.Renewal("A", a.HoldID()), p.Renewal("B", a.HoldID())}
 	for _, flush := range []bool{false, true} {
 		if flush {
 			require.NoError(t, rdb.ScriptFlush(ctx).Err())
@@ -252,7 +257,7 @@ func TestSharedGrantGetsPastManyDeadWaiters(t *testing.T) {
 	c := newClient(t, rdb, k, "c")
 	c.enqueue(t, ctx, rdb, write, "W2", c.waiter("w2"))
 
-	rel, err := write.Release(ctx, rdb, "W", w.Token, "rel")
+	rel, err := write.Release(ctx, rdb, "W", w.HoldID(), "rel")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	require.Equal(t, "w2", c.grants(t)[0].Waiter)
@@ -260,7 +265,7 @@ func TestSharedGrantGetsPastManyDeadWaiters(t *testing.T) {
 
 	// A try finds the resource free behind more dead entries than one run
 	// gets past: it drains them over its runs, then takes.
-	_, err = k.ForceRelease(ctx, rdb, "force-shared_lease-1")
+	_, _, err = k.ForceRelease(ctx, rdb, "force-shared_lease-1")
 	require.NoError(t, err)
 	require.NoError(t, rdb.RPush(ctx, k.Queue, recs...).Err())
 	r, err := read.AcquireNew(ctx, rdb, "T", testLease, Waiter{})

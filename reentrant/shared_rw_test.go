@@ -21,7 +21,7 @@ func TestRWWriteExcludesEveryone(t *testing.T) {
 		require.False(t, r.Acquired, "%s while a write holds", s.Mode())
 		require.Positive(t, r.HolderTTL)
 	}
-	rel, err := write.Release(ctx, rdb, "W", w.Token, "rel-w")
+	rel, err := write.Release(ctx, rdb, "W", w.HoldID(), "rel-w")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 
@@ -39,7 +39,7 @@ func TestRWWriteExcludesEveryone(t *testing.T) {
 	for _, o := range []struct {
 		owner string
 		token uint64
-	}{{"R1", r1.Token}, {"R2", r2.Token}} {
+	}{{"R1", r1.HoldID()}, {"R2", r2.HoldID()}} {
 		rel, err := read.Release(ctx, rdb, o.owner, o.token, "rel-"+o.owner)
 		require.NoError(t, err)
 		require.Equal(t, Released, rel.Status)
@@ -47,7 +47,7 @@ func TestRWWriteExcludesEveryone(t *testing.T) {
 	x, err = write.AcquireNew(ctx, rdb, "X", testLease, Waiter{})
 	require.NoError(t, err)
 	require.True(t, x.Acquired)
-	_, err = write.Release(ctx, rdb, "X", x.Token, "rel-x")
+	_, err = write.Release(ctx, rdb, "X", x.HoldID(), "rel-x")
 	require.NoError(t, err)
 	requireOnlyPersistentKeys(t, ctx, rdb, k)
 }
@@ -69,16 +69,16 @@ func TestRWQueueIsFIFO(t *testing.T) {
 	require.False(t, try.Acquired, "a read does not pass a queued write")
 	require.Equal(t, []string{"w2", "r3"}, queued(t, ctx, rdb, k))
 
-	_, err = read.Release(ctx, rdb, "R1", r1.Token, "rel-r1")
+	_, err = read.Release(ctx, rdb, "R1", r1.HoldID(), "rel-r1")
 	require.NoError(t, err)
 	gs := c.grants(t)
 	require.Equal(t, []Grant{{Waiter: "w2", Lock: "fifo", Kind: KindRW, Mode: ModeWrite, Weight: WriteWeight, Token: gs[0].Token,
-		Owner: "W2"}}, gs)
+		Owner: "W2", hold: gs[0].HoldID()}}, gs)
 	require.Greater(t, gs[0].Token, r1.Token)
 	require.Equal(t, map[string]int64{"w:W2": 1}, holds(t, ctx, rdb, k))
 	require.Equal(t, []string{"r3"}, queued(t, ctx, rdb, k))
 
-	_, err = write.Release(ctx, rdb, "W2", gs[0].Token, "rel-w2")
+	_, err = write.Release(ctx, rdb, "W2", gs[0].HoldID(), "rel-w2")
 	require.NoError(t, err)
 	gs3 := c.grants(t)
 	require.Equal(t, "r3", gs3[0].Waiter)
@@ -98,19 +98,19 @@ func TestRWReentry(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, first.Acquired)
 		c.enqueue(t, ctx, rdb, write, "Q-"+string(s.Mode()), c.waiter("q-"+string(s.Mode())))
-		again, err := s.Acquire(ctx, rdb, "O", "a2-"+string(s.Mode()), testLease, first.Token, Waiter{})
+		again, err := s.Acquire(ctx, rdb, "O", "a2-"+string(s.Mode()), testLease, first.HoldID(), Waiter{})
 		require.NoError(t, err)
-		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first.Token}, again, "re-entered past the queue")
-		rel, err := s.Release(ctx, rdb, "O", first.Token, "r1-"+string(s.Mode()))
+		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: first.Token, hold: first.HoldID()}, again, "re-entered past the queue")
+		rel, err := s.Release(ctx, rdb, "O", first.HoldID(), "r1-"+string(s.Mode()))
 		require.NoError(t, err)
 		require.Equal(t, ReleaseResult{Status: StillHeld, Remaining: 1}, rel)
 		c.requireNoMessage(t, ctx, rdb)
-		rel, err = s.Release(ctx, rdb, "O", first.Token, "r2-"+string(s.Mode()))
+		rel, err = s.Release(ctx, rdb, "O", first.HoldID(), "r2-"+string(s.Mode()))
 		require.NoError(t, err)
 		require.Equal(t, Released, rel.Status)
 		g := c.grants(t)
 		require.Equal(t, "q-"+string(s.Mode()), g[0].Waiter)
-		_, err = write.Release(ctx, rdb, g[0].Owner, g[0].Token, "rq-"+string(s.Mode()))
+		_, err = write.Release(ctx, rdb, g[0].Owner, g[0].HoldID(), "rq-"+string(s.Mode()))
 		require.NoError(t, err)
 	}
 	requireOnlyPersistentKeys(t, ctx, rdb, k)
@@ -130,17 +130,18 @@ func TestRWReadInsideWriteDowngrades(t *testing.T) {
 
 	r, err := read.Acquire(ctx, rdb, "O", "r", testLease, 0, Waiter{})
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: w.Token}, r)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: w.Token, hold: r.HoldID()}, r)
+	require.NotEqual(t, w.HoldID(), r.HoldID(), "the read is a hold of its own")
 	require.Equal(t, map[string]int64{"w:O": 1, "r:O": 1}, holds(t, ctx, rdb, k))
 
-	rel, err := write.Release(ctx, rdb, "O", w.Token, "rel-w")
+	rel, err := write.Release(ctx, rdb, "O", w.HoldID(), "rel-w")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	require.Equal(t, map[string]int64{"r:O": 1}, holds(t, ctx, rdb, k), "the read remains; no write came between")
 	require.Equal(t, []string{"w2", "r3"}, queued(t, ctx, rdb, k), "and R3 stays behind W2")
 	c.requireNoMessage(t, ctx, rdb)
 
-	rel, err = read.Release(ctx, rdb, "O", r.Token, "rel-r")
+	rel, err = read.Release(ctx, rdb, "O", r.HoldID(), "rel-r")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	g := c.grants(t)
@@ -158,7 +159,7 @@ func TestRWTokens(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, time.Now().UnixMicro(), r0.Token, float64(time.Minute.Microseconds()),
 		"no write yet: the clock's token")
-	_, err = read.Release(ctx, rdb, "R0", r0.Token, "rel-r0")
+	_, err = read.Release(ctx, rdb, "R0", r0.HoldID(), "rel-r0")
 	require.NoError(t, err)
 
 	last := r0.Token
@@ -171,11 +172,11 @@ func TestRWTokens(t *testing.T) {
 		for _, id := range ids("r", 3) {
 			c.enqueue(t, ctx, rdb, read, "R-"+id, c.waiter(id))
 		}
-		_, err = write.Release(ctx, rdb, "W", w.Token, "rel-w"+ids("", 3)[i])
+		_, err = write.Release(ctx, rdb, "W", w.HoldID(), "rel-w"+ids("", 3)[i])
 		require.NoError(t, err)
 		for _, g := range c.grants(t) {
 			require.Equal(t, w.Token, g.Token, "a read has the last write's token")
-			_, err = read.Release(ctx, rdb, g.Owner, g.Token, "rel-"+g.Owner+ids("", 3)[i])
+			_, err = read.Release(ctx, rdb, g.Owner, g.HoldID(), "rel-"+g.Owner+ids("", 3)[i])
 			require.NoError(t, err)
 		}
 		st, err := k.Inspect(ctx, rdb)
@@ -202,14 +203,14 @@ func TestRWSharedOwnerWaitersLeaveOnlyTheirOwnCount(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, r.Acquired)
 	}
-	_, err = write.Release(ctx, rdb, "W", w.Token, "rw")
+	_, err = write.Release(ctx, rdb, "W", w.HoldID(), "rw")
 	require.NoError(t, err)
 	require.Len(t, c.grants(t), 3)
 	require.Equal(t, map[string]int64{"r:O": 3}, holds(t, ctx, rdb, k))
 
 	look, err := read.Acquire(ctx, rdb, "O", "look-b", testLease, 0, c.waiter("b"))
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 3, Token: look.Token, Reported: true}, look)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 3, Token: look.Token, Reported: true, hold: look.HoldID()}, look)
 	for _, step := range []struct {
 		id   string
 		left bool
@@ -220,7 +221,7 @@ func TestRWSharedOwnerWaitersLeaveOnlyTheirOwnCount(t *testing.T) {
 		require.Equal(t, step.left, left, "leave %s", step.id)
 		require.Equal(t, map[string]int64{"r:O": step.want}, holds(t, ctx, rdb, k), "after leave %s", step.id)
 	}
-	rel, err := read.Release(ctx, rdb, "O", look.Token, "rb")
+	rel, err := read.Release(ctx, rdb, "O", look.HoldID(), "rb")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	requireOnlyPersistentKeys(t, ctx, rdb, k)
@@ -248,7 +249,7 @@ func TestRWQueuedCallJoinsItsOwnersHold(t *testing.T) {
 		enqueue(read, "A-"+id, id)
 	}
 	enqueue(read, "O", "o2")
-	_, err = write.Release(ctx, rdb, "X", x.Token, "rel-x")
+	_, err = write.Release(ctx, rdb, "X", x.HoldID(), "rel-x")
 	require.NoError(t, err)
 	require.Equal(t, "o1", c.grants(t)[0].Waiter)
 	require.Equal(t, map[string]int64{"r:O": 1}, holds(t, ctx, rdb, k))

@@ -38,7 +38,7 @@ func TestSemaphoreSizeIsStoredByTheFirstCall(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidPermits, "5 of the stored 4")
 	require.Equal(t, "4", rdb.Get(ctx, k.Size).Val())
 
-	rel, err := permits(t, k, 3).Release(ctx, rdb, "A", a.Token, "rel-a")
+	rel, err := permits(t, k, 3).Release(ctx, rdb, "A", a.HoldID(), "rel-a")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
 	requireOnlyPersistentKeys(t, ctx, rdb, k)
@@ -62,7 +62,7 @@ func TestSemaphoreHeadOfLineBlocks(t *testing.T) {
 	require.Equal(t, []string{"b", "c"}, queued(t, ctx, rdb, k))
 	c.requireNoMessage(t, ctx, rdb)
 
-	_, err = permits(t, k, 2).Release(ctx, rdb, "A", a.Token, "rel-a")
+	_, err = permits(t, k, 2).Release(ctx, rdb, "A", a.HoldID(), "rel-a")
 	require.NoError(t, err)
 	gs := c.grants(t)
 	require.Len(t, gs, 2, "3 + 1 fit in 4: both, in one message")
@@ -91,10 +91,10 @@ func TestSemaphoreReleaseIsOwned(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, NotHeld, rel.Status)
 	}
-	rel, err := p.Release(ctx, rdb, "A", a.Token, "rel-1")
+	rel, err := p.Release(ctx, rdb, "A", a.HoldID(), "rel-1")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
-	rel, err = p.Release(ctx, rdb, "A", a.Token, "rel-2")
+	rel, err = p.Release(ctx, rdb, "A", a.HoldID(), "rel-2")
 	require.NoError(t, err)
 	require.Equal(t, NotHeld, rel.Status, "released twice")
 
@@ -134,10 +134,10 @@ func TestSemaphoreSetSize(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 4, st.Used, "lowering ends no hold")
 	require.EqualValues(t, 1, st.Size)
-	_, err = permits(t, k, 2).Release(ctx, rdb, "A", a.Token, "rel-a")
+	_, err = permits(t, k, 2).Release(ctx, rdb, "A", a.HoldID(), "rel-a")
 	require.NoError(t, err)
 	c.requireNoMessage(t, ctx, rdb) // 2 held of 1: C does not fit
-	_, err = permits(t, k, 2).Release(ctx, rdb, "B", gs[0].Token, "rel-b")
+	_, err = permits(t, k, 2).Release(ctx, rdb, "B", gs[0].HoldID(), "rel-b")
 	require.NoError(t, err)
 	gs = c.grants(t)
 	require.Equal(t, "c", gs[0].Waiter, "admitted once the holds take less than the size")
@@ -161,7 +161,7 @@ func TestSemaphoreDropsWaitersAboveALoweredSize(t *testing.T) {
 
 	require.NoError(t, k.SetSize(ctx, rdb, 2))
 	require.Equal(t, []string{"c"}, queued(t, ctx, rdb, k), "B can never fit")
-	_, err = permits(t, k, 2).Release(ctx, rdb, "A", a.Token, "rel-a")
+	_, err = permits(t, k, 2).Release(ctx, rdb, "A", a.HoldID(), "rel-a")
 	require.NoError(t, err)
 	require.Equal(t, "c", c.grants(t)[0].Waiter)
 	_, err = permits(t, k, 3).AcquireNew(ctx, rdb, "B", testLease, c.waiter("b"))

@@ -160,7 +160,7 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 	}
 	id := newRequestID()
 	sent := time.Now()
-	res, err := a.acquireAs(ctx, id, h.token, reentrant.Waiter{})
+	res, err := a.acquireAs(ctx, id, h.id, reentrant.Waiter{})
 	switch {
 	case err != nil:
 		h.giveTurnBack(a.via)
@@ -175,7 +175,7 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 		// The hold ended since the turn was taken: give the count back.
 		h.giveTurnBack(a.via)
 		l.cancel(err)
-		a.releaseLater(a.owner, res.Token)
+		a.releaseLater(a.owner, res.HoldID())
 		return nil, a.notObtained(err)
 	}
 	return l, nil
@@ -212,25 +212,25 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 	case res.HoldCount > 1:
 		kind = Reentered // an owner shared with WithOwner held it already
 	}
-	return a.claim(ctx, res.Token, sent, a.lease, kind)
+	return a.claim(ctx, holdGrant{id: res.HoldID(), token: res.Token}, sent, a.lease, kind)
 }
 
-// claim turns an acquired hold of token, which Redis keeps for at least
-// lease from sent, into this call's handle (see adopt). A grant whose
-// validity has passed before it became a handle is given back at once, and
-// one this client holds a newer hold of the owner for is given back in
-// the background: for both, claim reports the resource as held for no
-// time, so a wait goes on at once.
-func (a *attempt) claim(ctx context.Context, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, time.Duration, error) {
-	l, err := a.c.adopt(a, token, sent, lease, kind)
+// claim turns acquired hold g, which Redis keeps for at least lease from
+// sent, into this call's handle (see adopt). A grant whose validity has
+// passed before it became a handle is given back at once, and one this
+// client holds a newer hold of the owner for is given back in the
+// background: for both, claim reports the resource as held for no time,
+// so a wait goes on at once.
+func (a *attempt) claim(ctx context.Context, g holdGrant, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, time.Duration, error) {
+	l, err := a.c.adopt(a, g, sent, lease, kind)
 	switch {
 	case err == nil:
 		return l, 0, nil
 	case errors.Is(err, errDeadGrant):
-		a.giveBack(ctx, token)
+		a.giveBack(ctx, g)
 		return nil, 0, nil
 	}
-	a.releaseLater(a.owner, token)
+	a.releaseLater(a.owner, g.id)
 	if errors.Is(err, errStaleGrant) {
 		return nil, 0, nil
 	}
@@ -247,12 +247,12 @@ var (
 	errDeadGrant = errors.New("rlock: grant's validity passed")
 )
 
-// acquireAs runs the acquire script once, re-entering the hold of token if
-// not 0, as waiter w if w has an ID. A new owner needs no request ID: any
-// hold it has is this call's own.
-func (a *attempt) acquireAs(ctx context.Context, requestID string, token uint64, w reentrant.Waiter) (reentrant.AcquireResult, error) {
+// acquireAs runs the acquire script once, re-entering the hold of ID hold
+// if not 0, as waiter w if w has an ID. A new owner needs no request ID:
+// any hold it has is this call's own.
+func (a *attempt) acquireAs(ctx context.Context, requestID string, hold uint64, w reentrant.Waiter) (reentrant.AcquireResult, error) {
 	return a.res.acquire(ctx, acquireCall{owner: a.owner, newOwner: a.newOwner, requestID: requestID,
-		lease: a.lease, token: token, reentry: a.via != nil, waiter: w})
+		lease: a.lease, hold: hold, reentry: a.via != nil, waiter: w})
 }
 
 // waitError is err, from the hub or the caller's ctx, in the caller's

@@ -26,7 +26,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	id := p.id()
-	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id && h.token <= deleted }) {
+	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id && h.id <= deleted }) {
 		h.cutOff(h.lost("force-unlocked"))
 	}
 	return true, nil

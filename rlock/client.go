@@ -135,7 +135,7 @@ func (c *Client) Close() error {
 		defer cancel()
 		for _, l := range held {
 			h := l.hold
-			_, _ = h.res.release(ctx, h.owner, h.token, l.unlockReq)
+			_, _ = h.res.release(ctx, h.owner, h.id, l.unlockReq)
 		}
 		c.background.wait(ctx)
 	})

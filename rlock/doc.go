@@ -72,7 +72,9 @@
 // key, with a grant confirmed by a renewal in the background). A grant is
 // valid from the send of the last look that found the waiter queued, never
 // from the message's arrival; one whose validity has passed on arrival is
-// released at once, so that it passes on. A waiter that stops waiting leaves
+// given back at once, so that it passes on: a multi-holder resource's
+// grant message by its waiter's leave, which gives back that waiter's count
+// and no other waiter's of the same owner. A waiter that stops waiting leaves
 // the queue; at the head of a multi-holder resource's queue, its leave
 // admits those behind it that then fit. A grant that reaches the client after its waiter has gone is
 // released, unless a look had made it a hold here already.
@@ -122,6 +124,11 @@
 //   - validity: the client's own bound on the lease: send time + lease −
 //     drift margin.
 //   - token: the fencing token of a hold.
+//   - hold ID: what tells a hold in Redis from every other of its resource,
+//     which every script acting on it checks: a lock's token; a
+//     multi-holder resource's hold has one of its own, since reads share a
+//     token. A ForceUnlock ends exactly the holds whose IDs its script
+//     returns.
 //   - turn: the local order of re-entries through one handle's Context.
 package rlock
 

@@ -33,7 +33,7 @@ func TestTimerOfAPassedHoldFindsItBuilt(t *testing.T) {
 		if i%2 == 0 {
 			sent = time.Now().Add(driftMargin(lease) - lease) // valid until now
 		}
-		h := c.newHold(&plainLock{keys: keys}, "owner", uint64(i+1), sent, lease)
+		h := c.newHold(&plainLock{keys: keys}, "owner", holdGrant{id: uint64(i + 1), token: uint64(i + 1)}, sent, lease)
 		select {
 		case <-h.done:
 		case <-time.After(5 * time.Second):

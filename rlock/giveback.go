@@ -40,35 +40,35 @@ func (a *attempt) failed(ctx context.Context, err error, requestID string, w ree
 // Both are tried again until Redis answers or ctx ends; if it ends first,
 // the lease frees the resource instead.
 func (a *attempt) undo(ctx context.Context, requestID string) {
-	var token uint64
+	var hold uint64
 	if a.via != nil {
-		token = a.via.hold.token
+		hold = a.via.hold.id
 	}
 	var res reentrant.AcquireResult
 	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-		res, err = a.acquireAs(ctx, requestID, token, reentrant.Waiter{})
+		res, err = a.acquireAs(ctx, requestID, hold, reentrant.Waiter{})
 		return err
 	})
 	if err == nil && res.Acquired {
-		releaseRetrying(ctx, a.res, a.owner, res.Token)
+		releaseRetrying(ctx, a.res, a.owner, res.HoldID())
 	}
 }
 
-// releaseLater gives back one count of owner's hold of token in the
+// releaseLater gives back one count of owner's hold of ID id in the
 // background, retrying while Redis is unreachable, for up to the lease.
-func (a *attempt) releaseLater(owner string, token uint64) {
-	a.c.background.run(a.lease, func(ctx context.Context) { releaseRetrying(ctx, a.res, owner, token) })
+func (a *attempt) releaseLater(owner string, id uint64) {
+	a.c.background.run(a.lease, func(ctx context.Context) { releaseRetrying(ctx, a.res, owner, id) })
 }
 
-// releaseRetrying gives back one count of owner's hold of token on res,
+// releaseRetrying gives back one count of owner's hold of ID id on res,
 // resending the release under one request ID (which replays it) while its
 // reply is lost, until ctx ends. A clean-up has no caller to retry it:
 // a release lost once would leave the hold in Redis, with no hold in any
 // table, until its lease ran out, and every waiter behind it waiting.
-func releaseRetrying(ctx context.Context, res resource, owner string, token uint64) {
-	id := newRequestID()
+func releaseRetrying(ctx context.Context, res resource, owner string, id uint64) {
+	req := newRequestID()
 	_ = untilAnswered(ctx, func(ctx context.Context) error {
-		_, err := res.release(ctx, owner, token, id)
+		_, err := res.release(ctx, owner, id, req)
 		return err
 	})
 }
@@ -130,15 +130,27 @@ func (a *attempt) leaveNow(w reentrant.Waiter) {
 	}
 }
 
-// giveBack releases a grant of token that arrived dead, so that it passes
-// on at once. If the release cannot be confirmed within ctx it goes on in
-// the background, and a call with an owner of its own takes a new one: its
-// next look must not find the dead grant and report it as its own.
-func (a *attempt) giveBack(ctx context.Context, token uint64) {
-	if _, err := a.res.release(ctx, a.owner, token, newRequestID()); err == nil {
+// giveBack gives back hold g, a grant that arrived dead, so that it
+// passes on at once: one an acquire's reply reported by a release of it,
+// one a message granted by handBack (a multi-holder resource's hold names
+// the waiter until its look or leave, and may carry the counts of other
+// waiters of the owner, which only the waiter's leave tells apart). If it
+// cannot be confirmed within ctx it goes on in the background, and a call
+// with an owner of its own takes a new one: its next look must not find
+// the dead grant and report it as its own.
+func (a *attempt) giveBack(ctx context.Context, g holdGrant) {
+	owner, req := a.owner, newRequestID()
+	back := func(ctx context.Context) error {
+		if g.to.ID == "" {
+			_, err := a.res.release(ctx, owner, g.id, req)
+			return err
+		}
+		return a.res.(batonResource).handBack(ctx, owner, g, req, a.lease, a.newOwner)
+	}
+	if back(ctx) == nil {
 		return
 	}
-	a.releaseLater(a.owner, token)
+	a.c.background.run(a.lease, func(ctx context.Context) { _ = untilAnswered(ctx, back) })
 	if a.newOwner {
 		a.owner = a.c.newOwner()
 	}

@@ -62,12 +62,9 @@ func (g *grantLine) keep(ctx context.Context, hub *notify.Hub, channel string) e
 // unclaimedGrant is the hub's Unclaimed handler: a grant reached this
 // client for a waiter that has gone. Unless the waiter took the hold all
 // the same (a look found it before the message came), the grant is passed
-// on, in the background. A multi-holder resource's grant is passed on by
-// the waiter's leave, which gives its count back only while the hold
-// names the waiter: one hold may carry the counts of several waiters of
-// one owner, which a release by owner and token cannot tell apart, and
-// the waiter's own leave may have given the count back already. A plain
-// lock's grant is passed on by a release of the granted hold.
+// on, in the background, by handBack: a multi-holder resource's hold
+// names the waiter until its look claims the count or its leave gives it
+// back, and its leave may have given it back already.
 func (c *Client) unclaimedGrant(_, msg string) {
 	g, err := reentrant.ParseGrant(msg)
 	if err != nil {
@@ -77,20 +74,17 @@ func (c *Client) unclaimedGrant(_, msg string) {
 	if err != nil {
 		return
 	}
+	if h := c.table.get(holdKey{res.id(), g.Owner}); g.Kind == "" && h != nil && h.id == g.HoldID() {
+		return
+	}
+	id, _, _ := strings.Cut(msg, " ")
+	hg := holdGrant{id: g.HoldID(), token: g.Token, to: res.waiter(id, c.id)}
 	// The granted hold's lease is its waiter's, unknown here: the watchdog's
 	// bounds the retries.
-	if g.Kind != "" {
-		id, _, _ := strings.Cut(msg, " ")
-		w := res.waiter(id, c.id)
-		c.background.run(c.cfg.watchdogLease, func(ctx context.Context) {
-			_ = untilAnswered(ctx, func(ctx context.Context) error {
-				return res.leave(ctx, w, g.Owner, c.cfg.watchdogLease, false)
-			})
+	req := newRequestID()
+	c.background.run(c.cfg.watchdogLease, func(ctx context.Context) {
+		_ = untilAnswered(ctx, func(ctx context.Context) error {
+			return res.handBack(ctx, g.Owner, hg, req, c.cfg.watchdogLease, false)
 		})
-		return
-	}
-	if h := c.table.get(holdKey{res.id(), g.Owner}); h != nil && h.token == g.Token {
-		return
-	}
-	c.background.run(c.cfg.watchdogLease, func(ctx context.Context) { releaseRetrying(ctx, res, g.Owner, g.Token) })
+	})
 }

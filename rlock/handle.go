@@ -81,7 +81,7 @@ func (l *handle) unlock(ctx context.Context) error {
 	if endedBeforeSend && releasesBlind(h.res) {
 		return h.finishHandle(l)
 	}
-	res, err := h.res.release(ctx, h.owner, h.token, l.unlockReq)
+	res, err := h.res.release(ctx, h.owner, h.id, l.unlockReq)
 	if err != nil {
 		if h.endCause() == nil {
 			return err // still unlocking: a retry replays this release

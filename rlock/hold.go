@@ -9,9 +9,10 @@ import (
 // the glossary in doc.go); every handle of it is a thin view of it. A hold
 // starts with the acquire that took or first re-entered the resource here,
 // and ends once (end.go): when its last handle has unlocked, or when it is
-// lost or its client closes. Holds are told apart by token: every new hold
-// in Redis gets a higher one, and the scripts act on a hold only under its
-// token.
+// lost or its client closes. Holds are told apart by ID: every new hold in
+// Redis gets a higher one (a plain lock's token; a multi-holder resource's
+// hold ID, since a read's token is shared), and the scripts act on a hold
+// only under its ID.
 //
 // Its jobs are parts of it, each the only owner of its state:
 //   - validity (validity.go): until when Redis surely still keeps the
@@ -29,7 +30,8 @@ type hold struct {
 	c     *Client
 	res   resource
 	owner string
-	token uint64
+	id    uint64 // its ID in Redis (reentrant's HoldID)
+	token uint64 // its fencing token
 
 	validity validity
 	renewal  renewal
@@ -39,10 +41,10 @@ type hold struct {
 	done chan struct{} // closed once the end is complete: every Context has ended
 }
 
-// newHold starts a hold whose first acquire was sent at sent and asked for
-// lease. It is not yet in the client's table.
-func (c *Client) newHold(res resource, owner string, token uint64, sent time.Time, lease time.Duration) *hold {
-	h := &hold{c: c, res: res, owner: owner, token: token, done: make(chan struct{})}
+// newHold starts hold g, whose first acquire was sent at sent and asked
+// for lease. It is not yet in the client's table.
+func (c *Client) newHold(res resource, owner string, g holdGrant, sent time.Time, lease time.Duration) *hold {
+	h := &hold{c: c, res: res, owner: owner, id: g.id, token: g.token, done: make(chan struct{})}
 	h.validity.start(validUntil(sent, lease), h.atValidity)
 	return h
 }

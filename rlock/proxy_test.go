@@ -88,9 +88,11 @@ func (p *proxy) HoldReplies() { p.replies.shut() }
 // ReleaseReplies lets the held-back replies through, in order.
 func (p *proxy) ReleaseReplies() { p.replies.reopen() }
 
-// dropRule swallows the reply to the first command it matches.
+// dropRule swallows the reply to the first command it matches, or, with
+// held, holds it back until held closes.
 type dropRule struct {
 	match func(cmd []string) bool
+	held  chan struct{}
 	// hangUp closes the connection after swallowing the reply, so the
 	// client reads EOF at once; otherwise the connection stays open and the
 	// client's read times out.
@@ -124,12 +126,35 @@ func (p *proxy) client(t *testing.T, opts ...func(*redis.Options)) *redis.Client
 	return rdb
 }
 
+// newClient returns a Client that goes through the proxy, closed at test
+// end.
+func (p *proxy) newClient(t *testing.T, opts ...Option) *Client {
+	c, err := New(p.client(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // DropNextReply arms rule: the reply to the next command it matches never
 // reaches the client, though the server ran the command.
 func (p *proxy) DropNextReply(match func(cmd []string) bool, hangUp bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rule = &dropRule{match: match, hangUp: hangUp}
+}
+
+// HoldNextReply holds back the reply to the next command match matches,
+// though the server ran the command, until the returned func is called;
+// the other connections go on.
+func (p *proxy) HoldNextReply(match func(cmd []string) bool) (release func()) {
+	held := make(chan struct{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rule = &dropRule{match: match, held: held}
+	var once sync.Once
+	return func() { once.Do(func() { close(held) }) }
 }
 
 // Dropped is how many replies have been swallowed.
@@ -191,7 +216,13 @@ func (p *proxy) forwardReplies(server, client net.Conn, q *replyQueue, hangUp fu
 		}
 		// RESP3 pushes (pub/sub messages) answer no command.
 		if raw[0] != '>' {
-			if rule := q.pop(); rule != nil {
+			if rule := q.pop(); rule != nil && rule.held != nil {
+				select {
+				case <-rule.held:
+				case <-p.stop:
+					return
+				}
+			} else if rule != nil {
 				p.dropped.Add(1)
 				if rule.hangUp {
 					hangUp()
@@ -309,7 +340,7 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 // of arguments. "renew-2" is a renewal of two holds of one slot.
 var scriptShapes = map[string][2]int{
 	"acquire": {5, 10}, "release": {5, 4}, "force-release": {5, 2}, "renew-2": {4, 7},
-	"rw-acquire": {5, 13}, "rw-release": {5, 6}, "rw-leave": {4, 6}, "rw-force-release": {5, 3},
+	"rw-acquire": {6, 13}, "rw-release": {6, 6}, "rw-leave": {5, 6}, "rw-force-release": {6, 3},
 }
 
 // isScript matches an EVALSHA or EVAL of the named baton script.

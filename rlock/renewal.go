@@ -101,7 +101,7 @@ func (c *Client) renew(ctx context.Context, batch []*hold) []error {
 	for g, idx := range groups {
 		renewals[g] = make([]reentrant.Renewal, len(idx))
 		for j, i := range idx {
-			renewals[g][j] = batch[i].res.(batonResource).renewal(batch[i].owner, batch[i].token)
+			renewals[g][j] = batch[i].res.(batonResource).renewal(batch[i].owner, batch[i].id)
 		}
 	}
 	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)

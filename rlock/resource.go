@@ -41,16 +41,17 @@ type resource interface {
 	// free resource, re-enters a hold, queues a waiter, or looks for the
 	// waiter's grant.
 	acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error)
-	// release gives back one count of owner's hold of token; the release
-	// of the last count grants the resource to the oldest live waiter. A
-	// resend with the same requestID replays the first result.
-	release(ctx context.Context, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error)
+	// release gives back one count of owner's hold of ID id (its token,
+	// for a lock); the release of the last count grants the resource to
+	// the oldest live waiter. A resend with the same requestID replays the
+	// first result.
+	release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error)
 	// leave takes waiter w, queued for owner and lease, out of the queue,
 	// and passes on a grant it was handed meanwhile.
 	leave(ctx context.Context, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error
-	// renew makes sure owner's hold of token has at least lease left, and
+	// renew makes sure owner's hold of ID id has at least lease left, and
 	// reports whether owner still held it.
-	renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error)
+	renew(ctx context.Context, owner string, id uint64, lease time.Duration) (bool, error)
 }
 
 // batonResource is a resource in baton's own format, whose holds the
@@ -58,8 +59,12 @@ type resource interface {
 // whatever the resource.
 type batonResource interface {
 	resource
-	// renewal names owner's hold of token for the watchdog's batch.
-	renewal(owner string, token uint64) reentrant.Renewal
+	// renewal names owner's hold of ID id for the watchdog's batch.
+	renewal(owner string, id uint64) reentrant.Renewal
+	// handBack gives back hold g, granted by a message to waiter g.to of
+	// owner, queued with lease, which no call will take. Its tries share
+	// requestID, so that a resent one replays.
+	handBack(ctx context.Context, owner string, g holdGrant, requestID string, lease time.Duration, newOwner bool) error
 }
 
 // resourceID tells resources apart within a Client: the Redis key that
@@ -81,7 +86,7 @@ const (
 
 // grantResource is the resource face grant g is of, or says why there is
 // none (ErrInvalidName).
-func (c *Client) grantResource(g reentrant.Grant) (resource, error) {
+func (c *Client) grantResource(g reentrant.Grant) (batonResource, error) {
 	if g.Kind == "" {
 		return c.plainLock(g.Lock) // grants are baton's own format: wire mode has none
 	}
@@ -104,7 +109,7 @@ type acquireCall struct {
 	newOwner  bool
 	requestID string // for a replay of a resent call; unused with newOwner
 	lease     time.Duration
-	token     uint64           // not 0: re-enter only the hold of this token
+	hold      uint64           // not 0: re-enter only the hold of this ID
 	reentry   bool             // a re-entry through a handle (where holds have no token)
 	waiter    reentrant.Waiter // with an ID: queue as it, or look for its grant
 }
@@ -187,11 +192,11 @@ func (b batonScripts) acquire(ctx context.Context, call acquireCall) (reentrant.
 	if call.newOwner {
 		return b.scripts.AcquireNew(ctx, b.rdb, call.owner, call.lease, call.waiter)
 	}
-	return b.scripts.Acquire(ctx, b.rdb, call.owner, call.requestID, call.lease, call.token, call.waiter)
+	return b.scripts.Acquire(ctx, b.rdb, call.owner, call.requestID, call.lease, call.hold, call.waiter)
 }
 
-func (b batonScripts) release(ctx context.Context, owner string, token uint64, requestID string) (reentrant.ReleaseResult, error) {
-	return b.scripts.Release(ctx, b.rdb, owner, token, requestID)
+func (b batonScripts) release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error) {
+	return b.scripts.Release(ctx, b.rdb, owner, id, requestID)
 }
 
 func (b batonScripts) leave(ctx context.Context, w reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
@@ -199,10 +204,16 @@ func (b batonScripts) leave(ctx context.Context, w reentrant.Waiter, owner strin
 	return err
 }
 
-func (b batonScripts) renew(ctx context.Context, owner string, token uint64, lease time.Duration) (bool, error) {
-	return b.scripts.Renew(ctx, b.rdb, owner, token, lease)
+func (b batonScripts) renew(ctx context.Context, owner string, id uint64, lease time.Duration) (bool, error) {
+	return b.scripts.Renew(ctx, b.rdb, owner, id, lease)
 }
 
-func (p *plainLock) renewal(owner string, token uint64) reentrant.Renewal {
-	return reentrant.Renewal{Keys: p.keys, Owner: owner, Token: token}
+func (p *plainLock) renewal(owner string, id uint64) reentrant.Renewal {
+	return reentrant.Renewal{Keys: p.keys, Owner: owner, Token: id}
+}
+
+// handBack releases the granted hold: a lock's token is its grant's own.
+func (p *plainLock) handBack(ctx context.Context, owner string, g holdGrant, requestID string, _ time.Duration, _ bool) error {
+	_, err := p.release(ctx, owner, g.id, requestID)
+	return err
 }

@@ -134,8 +134,8 @@ func (rw *RWLock) holdsOnlyRead(owner string) bool {
 
 // ForceUnlock ends every hold of the RW lock, whoever holds it, and grants
 // what then fits of its queue. It reports how many holds it ended. This
-// Client's holds of it that were in its table before the call are lost:
-// their Contexts end with ErrLockLost. Holders elsewhere find out at their
+// Client's holds it ended are lost: their Contexts end with ErrLockLost. A
+// hold taken again while its reply was on its way is not one of them. Holders elsewhere find out at their
 // next renewal or Unlock.
 func (rw *RWLock) ForceUnlock(ctx context.Context) (int64, error) {
 	if rw.err != nil {

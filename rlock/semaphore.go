@@ -145,8 +145,8 @@ func (s *Semaphore) SetMax(ctx context.Context, n int64) error {
 
 // ForceRelease ends every hold of the semaphore's permits, whoever holds
 // them, and grants what then fits of its queue. It reports how many holds
-// it ended. This Client's Permits of it are lost: their Contexts end with
-// ErrLockLost. Holders elsewhere find out at their next renewal or
+// it ended. This Client's Permits it ended are lost: their Contexts end
+// with ErrLockLost. Holders elsewhere find out at their next renewal or
 // Release. The size stays.
 func (s *Semaphore) ForceRelease(ctx context.Context) (int64, error) {
 	if s.err != nil {

@@ -61,26 +61,47 @@ func (f *shareFace) subscribe(ctx context.Context, c *Client, always bool) (*sub
 	return subscribeForGrants(ctx, c, f, always)
 }
 
-func (f *shareFace) renewal(owner string, token uint64) reentrant.Renewal {
-	return f.share.Renewal(owner, token)
+func (f *shareFace) renewal(owner string, id uint64) reentrant.Renewal {
+	return f.share.Renewal(owner, id)
+}
+
+// handBack leaves g's waiter: its leave gives back the count the message
+// granted it while the hold still names it, and no other waiter's; it is
+// harmless to repeat, with no request ID.
+func (f *shareFace) handBack(ctx context.Context, owner string, g holdGrant, _ string, lease time.Duration, newOwner bool) error {
+	return f.leave(ctx, g.to, owner, lease, newOwner)
 }
 
 // forceReleaseShared ends every hold of the multi-holder resource k (every
 // face of it), whoever holds it, and grants what then fits of its queue;
-// it reports how many holds it ended. This Client's holds of k that were
-// in its table before the call are lost: their Contexts end with
-// ErrLockLost. Holders elsewhere find out at their next renewal or
-// release. RWLock.ForceUnlock and Semaphore.ForceRelease are this.
+// it reports how many holds it ended. This Client's holds of k that have
+// ended by the time its script ran are lost, their Contexts ending with
+// ErrLockLost: those in its table before the call (they were granted
+// before it, and a hold object is only ever joined under its own hold ID),
+// and those whose hold IDs the script returns. A hold taken again while
+// the reply was on its way has an ID of its own, and is neither. Holders
+// elsewhere find out at their next renewal or release. RWLock.ForceUnlock
+// and Semaphore.ForceRelease are this.
 func (c *Client) forceReleaseShared(ctx context.Context, k reentrant.SharedKeys) (int64, error) {
 	if c.table.closed.Load() {
 		return 0, ErrClosed
 	}
-	before := c.table.holdsOf(func(h *hold) bool { return h.res.id().key == k.Hash })
-	n, err := k.ForceRelease(ctx, c.rdb, newRequestID())
-	if err != nil || n == 0 {
+	gone := map[*hold]bool{}
+	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id().key == k.Hash }) {
+		gone[h] = true
+	}
+	n, ended, err := k.ForceRelease(ctx, c.rdb, newRequestID())
+	if err != nil {
 		return 0, err
 	}
-	for _, h := range before {
+	endedIDs := make(map[uint64]bool, len(ended))
+	for _, id := range ended {
+		endedIDs[id] = true
+	}
+	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id().key == k.Hash && endedIDs[h.id] }) {
+		gone[h] = true
+	}
+	for h := range gone {
 		h.cutOff(h.lost("force-released"))
 	}
 	return n, nil

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/batonlock/baton/reentrant"
 )
 
 // holdKey finds a hold in its client's table: one owner's hold on one
@@ -61,12 +63,21 @@ func (t *holdTable) close() []*hold {
 	return t.holdsOf(func(*hold) bool { return true })
 }
 
-// adopt turns an acquire of a's sent at sent, which granted the hold of
-// token for at least lease, into a handle of this client's hold for a's
-// resource and owner, starting the hold if this client has none. It fails
-// with errDeadGrant once the grant's validity has passed, which it checks
-// on every round: a round that found its hold ended took time.
-func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, error) {
+// holdGrant is a hold an acquire's reply or a grant message granted: its
+// ID in Redis and its token, and the waiter a message granted it to (none
+// for a reply).
+type holdGrant struct {
+	id, token uint64
+	to        reentrant.Waiter
+}
+
+// adopt turns an acquire of a's sent at sent, which granted hold g for at
+// least lease, into a handle of this client's hold for a's resource and
+// owner, starting the hold if this client has none, or has an older one
+// (by ID), which has ended in Redis. It fails with errDeadGrant once the
+// grant's validity has passed, which it checks on every round: a round
+// that found its hold ended took time.
+func (c *Client) adopt(a *attempt, g holdGrant, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, error) {
 	t := &c.table
 	key := holdKey{a.res.id(), a.owner}
 	for {
@@ -79,13 +90,13 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Dura
 			return nil, ErrClosed
 		}
 		h := t.holds[key]
-		if h != nil && h.token > token {
+		if h != nil && h.id > g.id {
 			t.mu.Unlock()
 			return nil, errStaleGrant
 		}
 		var stale *hold
-		if h == nil || h.token < token {
-			stale, h = h, c.newHold(a.res, a.owner, token, sent, lease)
+		if h == nil || h.id < g.id {
+			stale, h = h, c.newHold(a.res, a.owner, g, sent, lease)
 			if t.holds == nil {
 				t.holds = map[holdKey]*hold{}
 			}
@@ -93,7 +104,7 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Dura
 		}
 		t.mu.Unlock()
 		if stale != nil {
-			// The owner holds the lock under a newer token, so the old
+			// The owner holds the lock under a newer ID, so the old
 			// hold ended in Redis unnoticed.
 			stale.cutOff(stale.lost("its lease ran out"))
 		}

@@ -103,7 +103,7 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 		require.NoError(t, err)
 		valid := lease - driftMargin(lease)
 		t0 := time.Now()
-		h := c.newHold(&plainLock{keys: keys}, "owner", 1, t0, lease)
+		h := c.newHold(&plainLock{keys: keys}, "owner", holdGrant{id: 1, token: 1}, t0, lease)
 		l := newHandle(h, context.Background(), nil, lockConfig{}, t0, Free)
 		require.NoError(t, h.join(l, t0, lease))
 
@@ -125,7 +125,7 @@ func TestHoldEndsAtItsValidity(t *testing.T) {
 
 		// A hold whose validity passes with no timer to see it: only the
 		// look at Err can, and it must close Done before it answers.
-		late := c.newHold(&plainLock{keys: keys}, "late", 2, time.Now(), lease)
+		late := c.newHold(&plainLock{keys: keys}, "late", holdGrant{id: 2, token: 2}, time.Now(), lease)
 		ll := newHandle(late, context.Background(), nil, lockConfig{}, time.Now(), Free)
 		require.NoError(t, late.join(ll, time.Now(), lease))
 		late.validity.timer.Stop()

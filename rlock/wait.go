@@ -135,7 +135,7 @@ func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload strin
 	if g.Unconfirmed > 0 {
 		lease = min(lease, g.Unconfirmed)
 	}
-	l, _, err := a.claim(ctx, g.Token, a.queuedAt, lease, HandedOff)
+	l, _, err := a.claim(ctx, holdGrant{id: g.HoldID(), token: g.Token, to: w}, a.queuedAt, lease, HandedOff)
 	if err != nil || l == nil {
 		return nil
 	}
@@ -152,7 +152,7 @@ func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload strin
 // handle began to unlock found the release, not a loss.
 func (a *attempt) confirm(ctx context.Context, h *hold) {
 	sent := time.Now()
-	ok, err := a.res.renew(ctx, h.owner, h.token, a.lease)
+	ok, err := a.res.renew(ctx, h.owner, h.id, a.lease)
 	switch {
 	case err == nil && ok:
 		h.validity.extend(validUntil(sent, a.lease))

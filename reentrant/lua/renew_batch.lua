@@ -5,7 +5,8 @@
 -- KEYS[2i-1], KEYS[2i] of hold i: a lock's hash and fence; a multi-holder
 -- resource's hash and leases
 -- ARGV[3i-2] owner: the owner of hold i
--- ARGV[3i-1] token: the token of hold i
+-- ARGV[3i-1] token: the token of hold i; a multi-holder resource's hold
+-- ID (see newHoldID)
 -- ARGV[3i] mode: the mode of hold i in its resource; '' for a lock
 -- ARGV[#ARGV] leaseMs: the lease in ms, for every hold (last, so that the
 -- first argument is an owner, as in the other scripts)

@@ -19,12 +19,14 @@
 local purgeMax = '1024'
 
 -- resource names the keys and settings of one multi-holder resource for
--- the library's functions, and reads its size. sizeKey is nil for a
--- read-write lock; size is the size to use, and store, when the resource
--- has none stored ('0' when the caller knows none: the size is then nil,
--- unknown, and nothing is granted).
-local function resource(hash, leases, queue, fence, sizeKey, size, publish)
-  local r = {hash = hash, leases = leases, queue = queue, fence = fence, sizeKey = sizeKey, publish = publish}
+-- the library's functions, and reads its size. ids is the hold-ID counter
+-- (see newHoldID); sizeKey is nil for a read-write lock; size is the size
+-- to use, and store, when the resource has none stored ('0' when the
+-- caller knows none: the size is then nil, unknown, and nothing is
+-- granted).
+local function resource(hash, leases, queue, fence, ids, sizeKey, size, publish)
+  local r = {hash = hash, leases = leases, queue = queue, fence = fence, ids = ids, sizeKey = sizeKey,
+    publish = publish}
   r.size = tonumber(size)
   if sizeKey then
     local stored = redis.call('get', sizeKey)
@@ -49,21 +51,56 @@ local function nowMs(r)
   return math.floor(clock / 1000)
 end
 
+-- newHoldID is the ID of a new hold (one that is not a re-entry, nor a
+-- grant joining its owner's hold): unique per hold of the resource, so
+-- that a release, renewal or re-entry meant for a hold that has ended
+-- never acts on a later hold of the same owner and mode, which a read's
+-- token (shared with every read since the last write) cannot tell apart.
+-- IDs rise, in µs like tokens: each is the larger of the last ID's next
+-- and the clock (r.clock, see nowMs), so they keep rising once the counter
+-- has gone (expired, or lost). It reads the counter once a script; settle
+-- writes the last ID issued (keepHoldIDs), so a script still publishes
+-- before its first write.
+-- leaseMs is the lease of the new hold: the counter outlives it (see
+-- keepHoldIDs).
+local function newHoldID(r, leaseMs)
+  if not r.lastID then
+    r.lastID = math.max(tonumber(redis.call('get', r.ids) or 0), r.clock - 1)
+  end
+  r.lastID = r.lastID + 1
+  r.idLeaseMs = math.max(r.idLeaseMs or 0, tonumber(leaseMs))
+  return r.lastID
+end
+
+-- keepHoldIDs writes the last hold ID the script issued, if any, to the
+-- counter, to expire as a fencing counter does (fenceUntil, token.lua):
+-- two of the longest new hold's leases past the last ID's own time, in
+-- server ms. So the counter outlives the holds it named, and, gone, is
+-- below the clock: the clock floor keeps the next ID above every earlier
+-- one, unless the clock steps back by two leases.
+local function keepHoldIDs(r)
+  if r.lastID then
+    redis.call('set', r.ids, formatToken(r.lastID), 'pxat', fenceUntil(r.lastID, r.idLeaseMs))
+  end
+end
+
 -- holdField is the field (and leases member) of owner's hold in mode.
 local function holdField(mode, owner)
   return mode .. ':' .. owner
 end
 
--- formatHold is a hold's value: "<count> <weight> <token> <waiters>", the
--- hold count, the weight it takes, its token, and the IDs, joined by
+-- formatHold is a hold's value: "<count> <weight> <token> <id> <waiters>",
+-- the hold count, the weight it takes, its token, its hold ID (newHoldID:
+-- every count of the hold, granted or re-entered, has it), and the IDs,
+-- joined by
 -- commas, of the waiters it was granted to by a message whose count they
 -- have neither claimed by a look nor left ('' for none): by its name a
 -- waiter's look and leave know a count was granted to it, and each count
 -- is given back once. A hold's owner may have several waiters in one grant
 -- (WithOwner): each has its own name, so one's leave cannot give back
 -- another's count.
-local function formatHold(count, weight, token, waiter)
-  return string.format('%d %d %d %s', count, weight, token, waiter)
+local function formatHold(count, weight, token, id, waiter)
+  return string.format('%d %d %d %d %s', count, weight, token, id, waiter)
 end
 
 -- named reports whether the waiter list w names waiter id.
@@ -91,14 +128,15 @@ local function unname(w, id)
 end
 
 -- parseHold reads formatHold's value: a table with c (the count), n (the
--- weight), t (the token, a string of digits, as callers compare it) and w
--- (the waiters named); nil for false (no such field).
+-- weight), t (the token), hid (the hold ID; both strings of digits, as
+-- callers compare them) and w (the waiters named); nil for false (no such
+-- field).
 local function parseHold(v)
   if not v then
     return nil
   end
-  local c, n, t, w = string.match(v, '^(%d+) (%d+) (%d+) (.*)$')
-  return {c = tonumber(c), n = tonumber(n), t = t, w = w}
+  local c, n, t, hid, w = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (.*)$')
+  return {c = tonumber(c), n = tonumber(n), t = t, hid = hid, w = w}
 end
 
 -- purge drops the holds whose deadline is at or before now (server ms),
@@ -150,9 +188,11 @@ end
 -- with the holds' fields and values listed in holds (nil for none; see
 -- commitGrants) written in the same call: the hash and the zset expire at
 -- the latest deadline, or, with no hold left, the hash goes. It stores a
--- size found missing (storeSize).
+-- size found missing (storeSize), and the last hold ID issued
+-- (keepHoldIDs).
 local function settle(r, used, holds)
   storeSize(r)
+  keepHoldIDs(r)
   local last = redis.call('zrange', r.leases, '-1', '-1', 'withscores')
   if #last == 0 then
     redis.call('del', r.hash)

@@ -5,12 +5,13 @@
 -- KEYS[2] leases: the holds' lease deadlines
 -- KEYS[3] queue: the waiters, oldest first, one record each
 -- KEYS[4] fence: the fencing-token counter
--- KEYS[5] req: the request key, which remembers this request's result so
+-- KEYS[5] ids: the hold-ID counter (see newHoldID)
+-- KEYS[6] req: the request key, which remembers this request's result so
 --         that a retried call replays it
--- KEYS[6] sizeKey: the semaphore's size; absent for a read-write lock
+-- KEYS[7] sizeKey: the semaphore's size; absent for a read-write lock
 -- The hold asked for:
 -- ARGV[1] owner: the owner to take or re-enter a hold for
--- ARGV[2] token: the token of the hold to re-enter, or '0' to take or
+-- ARGV[2] id: the hold ID of the hold to re-enter, or '0' to take or
 --         re-enter any
 -- ARGV[3] mode: 'r', 'w' or 'p' (see Mode)
 -- ARGV[4] weight: how much of the size the hold takes
@@ -26,28 +27,28 @@
 -- ARGV[12] aliveMs: how long its look keeps the liveness key, in ms
 -- The namespace:
 -- ARGV[13] publish: 'publish', 'spublish' or 'publish-alive' (see deliver)
--- Returns {1, holdCount, token} when owner holds in mode after the call,
---           with a fourth element 1 when the hold was there before and this
---           call changed nothing but its lease (a replay, or a waiter
---           finding its grant),
+-- Returns {1, holdCount, token, reported, id} when owner holds in mode
+--           after the call, under hold ID id: reported is 1 when the hold
+--           was there before and this call changed nothing but its lease (a
+--           replay, or a waiter finding its grant), else 0,
 --         {0, ms} when the hold does not fit now, or others queue before
 --           it (the waiter is queued, once): ms is how long until the first
 --           hold's lease deadline (-1 for none), when a waiter should look,
 --         {2} when this call's grant stopped at its bound with queue
 --           entries it did not judge: nothing was taken, the waiter is
 --           queued, and the call should be repeated at once,
---         {-1} when token names a hold that no longer exists,
+--         {-1} when id names a hold that no longer exists,
 --         {-2, size} when weight is above the size (0: a semaphore with no
 --           size stored, and none given): nothing was written,
 --         {-4} when owner already holds permits: they are not re-entered.
-local hash, leases, queue, fence, req, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local owner, token, mode, weight, size = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local hash, leases, queue, fence, ids, req, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local owner, id, mode, weight, size = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local leaseMs, newOwner, requestMs = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 local waiter, record, aliveKey, aliveMs = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local publish = ARGV[13]
 requireMaster()
 
-local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
+local r = resource(hash, leases, queue, fence, ids, sizeKey, size, publish)
 if not r.size or weight > r.size then
   return {-2, r.size or 0}
 end
@@ -69,19 +70,21 @@ if held then
       -- Claimed: the hold names the waiter no more, so neither its leave
       -- nor the hand-back of its grant message gives its count back; a
       -- resend of this look replays it, and so does an undo.
-      redis.call('hset', hash, field, formatHold(held.c, held.n, held.t, unname(held.w, waiter)))
+      redis.call('hset', hash, field, formatHold(held.c, held.n, held.t, held.hid, unname(held.w, waiter)))
       if not newOwner then
-        redis.call('set', req, held.c .. ':' .. held.t, 'px', requestMs)
+        redis.call('set', req, held.c .. ':' .. held.t .. ':' .. held.hid, 'px', requestMs)
       end
     end
-    return {1, held.c, tonumber(held.t), 1}
+    return {1, held.c, tonumber(held.t), 1, tonumber(held.hid)}
   end
   local done = redis.call('get', req)
   if done then
-    local c, t = string.match(done, '^(%d+):(%d+)$')
-    return {1, tonumber(c), tonumber(t), 1}
+    local c, t, hid = string.match(done, '^(%d+):(%d+):(%d+)$')
+    return {1, tonumber(c), tonumber(t), 1, tonumber(hid)}
   end
-  if token ~= '0' and held.t ~= token then
+  -- The hold ID tells holds apart: a re-entry meant for a hold that ended
+  -- must not count on the same owner's next hold.
+  if id ~= '0' and held.hid ~= id then
     return {-1}
   end
   if mode == 'p' then
@@ -92,12 +95,12 @@ if held then
     redis.call('lrem', queue, 1, record)
   end
   held.c = held.c + 1
-  redis.call('hset', hash, field, formatHold(held.c, held.n, held.t, held.w))
+  redis.call('hset', hash, field, formatHold(held.c, held.n, held.t, held.hid, held.w))
   extend(hash, leases, field, now + leaseMs)
-  redis.call('set', req, held.c .. ':' .. held.t, 'px', requestMs)
-  return {1, held.c, tonumber(held.t)}
+  redis.call('set', req, held.c .. ':' .. held.t .. ':' .. held.hid, 'px', requestMs)
+  return {1, held.c, tonumber(held.t), 0, tonumber(held.hid)}
 end
-if token ~= '0' then
+if id ~= '0' then
   return {-1}
 end
 
@@ -109,11 +112,12 @@ if write then
   if waiter ~= '' then
     redis.call('lrem', queue, 1, record)
   end
-  redis.call('hset', hash, field, formatHold(1, 1, write.t, waiter))
+  local hid = newHoldID(r, leaseMs)
+  redis.call('hset', hash, field, formatHold(1, 1, write.t, hid, waiter))
   redis.call('zadd', leases, now + leaseMs, field)
   settle(r, used + 1)
-  redis.call('set', req, '1:' .. write.t, 'px', requestMs)
-  return {1, 1, tonumber(write.t)}
+  redis.call('set', req, '1:' .. write.t .. ':' .. formatToken(hid), 'px', requestMs)
+  return {1, 1, tonumber(write.t), 0, hid}
 end
 
 -- Nobody is granted past a queue: its heads that fit go first, which may
@@ -133,11 +137,11 @@ if not plan.mine then
 end
 local mine = plan.mine
 if mine and not newOwner then
-  redis.call('set', req, mine.c .. ':' .. formatToken(mine.t), 'px', requestMs)
+  redis.call('set', req, mine.c .. ':' .. formatToken(mine.t) .. ':' .. formatToken(mine.hid), 'px', requestMs)
 end
 finish(r, plan, now)
 if mine then
-  return {1, mine.c, tonumber(mine.t)}
+  return {1, mine.c, tonumber(mine.t), 0, tonumber(mine.hid)}
 end
 enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
 if plan.left then

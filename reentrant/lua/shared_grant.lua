@@ -20,6 +20,9 @@
 --     token granted (a write's, or a read's, below), so reads side by side
 --     share it, and with no counter (lost, or expired) it takes the next
 --     token as a write does, so that it is never below a token before it;
+--   - a new hold gets a hold ID of its own (newHoldID), and a grant that
+--     joins its owner's hold gets that hold's: the grant message carries
+--     it, and the client acts on the hold only under it;
 --   - one plan examines at most grantBatch queue entries, which bounds how
 --     long one script blocks the server; one that stops there says so
 --     (left), and the client runs shared_pass.lua;
@@ -84,11 +87,12 @@ local function parseQueue(r, plan)
   end
 end
 
--- issue gives grant g (mode g.m) its token: for a read, the last token
--- granted (plan.last) if there is one, else, as for a write or permits,
--- the next one, which it marks g.fresh. The counter is read once: by the
--- write probe (see publishRun) when g is another waiter's, whose grant is
--- published, so that the probe costs no call of its own.
+-- issue gives grant g (mode g.m), a new hold, its hold ID and its token:
+-- for a read, the last token granted (plan.last) if there is one, else, as
+-- for a write or permits, the next one, which it marks g.fresh. The counter
+-- is read once: by the write probe (see publishRun) when g is another
+-- waiter's, whose grant is published, so that the probe costs no call of
+-- its own.
 local function issue(r, plan, g)
   if plan.fence == nil then
     if g.id ~= plan.self then
@@ -98,6 +102,7 @@ local function issue(r, plan, g)
     end
     plan.last = plan.fence and tonumber(plan.fence)
   end
+  g.hid = newHoldID(r, g.l)
   if g.m == 'r' and plan.last then
     g.t = plan.last
     return
@@ -112,7 +117,7 @@ end
 local function admit(plan, g)
   local h = plan.holds[g.f]
   if not h and g.held then
-    h = {c = g.held.c, n = g.held.n, t = g.held.t, w = g.held.w}
+    h = {c = g.held.c, n = g.held.n, t = g.held.t, hid = g.held.hid, w = g.held.w}
     plan.holds[g.f] = h
     plan.fields[#plan.fields + 1] = g.f
   end
@@ -122,7 +127,7 @@ local function admit(plan, g)
   if h then
     h.c, h.w = h.c + 1, addName(h.w, name)
   else
-    plan.holds[g.f] = {c = 1, n = g.n, t = g.t, w = name}
+    plan.holds[g.f] = {c = 1, n = g.n, t = g.t, hid = g.hid, w = name}
     plan.fields[#plan.fields + 1] = g.f
     plan.used = plan.used + g.n
   end
@@ -141,7 +146,7 @@ local function admit(plan, g)
 end
 
 -- selectRun returns the run of consecutive heads from plan.examined on that
--- fit within size, each given its token, and the position it stopped at:
+-- fit within size, each given its token and hold ID, and the position it stopped at:
 -- the first head that does not fit, or the end of what the plan may read.
 -- Entries it skips (unreadable, heavier than size, permits of an owner
 -- that holds permits) are passed over, to be dropped with the run.
@@ -159,7 +164,7 @@ local function selectRun(r, plan, size)
     local held = w and (w.held or plan.holds[w.f] or joined[w.f])
     if w and w.n <= size and not (held and w.m == 'p') then
       if held then
-        w.t = held.t
+        w.t, w.hid = held.t, held.hid
       elseif used + w.n > size then
         return run, n
       else
@@ -176,14 +181,14 @@ end
 -- grantMessage is the one message to a grant channel for waiters ws: their
 -- IDs joined by commas (notify hands the payload to each), a space, and a
 -- JSON object with the resource's hash key (k) and, by waiter ID, each
--- grant (g): its token (t, a string: cjson would round it), owner (o) and
--- mode (m), its permits (n, for permits only: a mode of a read-write lock
+-- grant (g): its token (t) and hold ID (h; strings: cjson would round
+-- them), owner (o) and mode (m), its permits (n, for permits only: a mode of a read-write lock
 -- says its weight), and the lease it has until confirmed (u), if shorter.
 local function grantMessage(r, ws)
   local ids, grants = {}, {}
   for i, w in ipairs(ws) do
     ids[i] = w.id
-    local g = {t = formatToken(w.t), o = w.o, m = w.m}
+    local g = {t = formatToken(w.t), h = formatToken(w.hid), o = w.o, m = w.m}
     if w.m == 'p' then
       g.n = w.n
     end
@@ -246,8 +251,12 @@ local function admitReadsInside(r, plan)
     return
   end
   local held = not r.cleared and r.gone ~= field and parseHold(redis.call('hget', r.hash, field)) or nil
+  -- They all join one hold: the read the owner holds, or one this plan
+  -- granted it, or a new one with a hold ID of its own.
+  local joined = held or plan.holds[field]
+  local hid = joined and joined.hid or newHoldID(r, run[1].l)
   for _, w in ipairs(run) do
-    w.held, w.t = held, (held or plan.holds[field] or write).t
+    w.held, w.t, w.hid = held, (joined or write).t, hid
   end
   local live = publishRun(r, plan, run, plan.self)
   plan.removed = {}
@@ -267,7 +276,7 @@ local function planTake(r, plan, g)
   g.u = g.l
   local h = plan.holds[g.f]
   if h then
-    g.t = h.t
+    g.t, g.hid = h.t, h.hid
   else
     issue(r, plan, g)
   end
@@ -277,7 +286,7 @@ end
 -- planGrants grants what fits of the queue's head, when used is taken of
 -- size (nil when unknown: then nothing), and publishes the grants; self is the caller's own waiter ID, if
 -- any. It writes nothing: commitGrants writes the plan. The plan has
--- grants (each with f, m, n, o, t, id, l, u), holds (by field, what the
+-- grants (each with f, m, n, o, t, hid, id, l, u), holds (by field, what the
 -- granted holds will be), mine (the caller's own, if granted), used (after
 -- them), examined (the queue entries to drop), rest (whether entries are
 -- left behind them) and left (it stopped at grantBatch, before a head it
@@ -338,7 +347,7 @@ local function commitGrants(r, plan, now)
   for _, f in ipairs(plan.fields) do
     local h = plan.holds[f]
     holds[#holds + 1] = f
-    holds[#holds + 1] = formatHold(h.c, h.n, h.t, h.w)
+    holds[#holds + 1] = formatHold(h.c, h.n, h.t, h.hid, h.w)
   end
   -- A deadline goes as a string (see purgeMax), made once per lease: the
   -- grants of a batch mostly ask for the same.
@@ -386,7 +395,7 @@ end
 -- the grant stopped at its bound (the plan's left).
 local function leaveHold(r, field, held, used, now)
   if held.c > 1 then
-    redis.call('hset', r.hash, field, formatHold(held.c - 1, held.n, held.t, held.w))
+    redis.call('hset', r.hash, field, formatHold(held.c - 1, held.n, held.t, held.hid, held.w))
     return held.c - 1, false
   end
   r.gone = field

@@ -5,7 +5,8 @@
 -- KEYS[2] leases: the holds' lease deadlines
 -- KEYS[3] queue: the waiters
 -- KEYS[4] fence: the fencing-token counter
--- KEYS[5] sizeKey: the semaphore's size; absent for a read-write lock
+-- KEYS[5] ids: the hold-ID counter (see newHoldID)
+-- KEYS[6] sizeKey: the semaphore's size; absent for a read-write lock
 -- ARGV[1] owner: the waiter's owner
 -- ARGV[2] mode: the waiter's mode
 -- ARGV[3] waiter: the waiter's ID
@@ -17,11 +18,11 @@
 -- stopped at its bound with queue entries it did not judge: the client
 -- runs shared_pass.lua; 3 when it left the queue's head and the grant
 -- that followed stopped so.
-local hash, leases, queue, fence, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local hash, leases, queue, fence, ids, sizeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local owner, mode, waiter, record, size = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local publish = ARGV[6]
 
-local r = resource(hash, leases, queue, fence, sizeKey, size, publish)
+local r = resource(hash, leases, queue, fence, ids, sizeKey, size, publish)
 -- Every grant stops at the first waiter that does not fit, the queue's
 -- head: those behind it wait for it. A head that leaves may let them in,
 -- so its leave grants what then fits, as a release does.

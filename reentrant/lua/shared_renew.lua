@@ -3,15 +3,15 @@
 
 -- renewShare extends the lease of owner's hold in mode of the resource
 -- whose holds and leases are given, but only while owner still holds so
--- under token and the lease has not run out by the server clock, now (ms):
--- a renewal can never resurrect a hold, nor extend a later hold of the
--- same owner. leaseMs is the lease in ms, a number. It returns 1 when the
+-- under hold ID id and the lease has not run out by the server clock, now
+-- (ms): a renewal can never resurrect a hold, nor extend a later hold of
+-- the same owner. leaseMs is the lease in ms, a number. It returns 1 when the
 -- hold has at least leaseMs left, 0 when owner does not hold in mode under
--- token.
-local function renewShare(hash, leases, owner, token, mode, leaseMs, now)
+-- id.
+local function renewShare(hash, leases, owner, id, mode, leaseMs, now)
   local field = holdField(mode, owner)
   local held = parseHold(redis.call('hget', hash, field))
-  if not held or held.t ~= token then
+  if not held or held.hid ~= id then
     return 0
   end
   local deadline = redis.call('zscore', leases, field)
