@@ -30,7 +30,11 @@ import (
 // The size lives in Redis: the first call that finds none stored stores
 // the size this handle was made with, and SetMax changes it. A handle made
 // with another size uses the stored one: an ask above the stored size is
-// refused with ErrInvalidOption, writing nothing.
+// refused with ErrInvalidOption, writing nothing. The stored size lasts as
+// long as the semaphore is in use: it expires two leases after the last
+// hold's or waiter's acquire, renewal or look (or after SetMax, if later),
+// never while a permit is held or a waiter queues. An idle semaphore is
+// then new, and the next call stores its handle's size.
 //
 // A Semaphore sends nothing until a call; it is safe for concurrent use.
 type Semaphore struct {
@@ -133,6 +137,14 @@ func lowerSemaphore(err error) error {
 // takes no permit back, and admits nobody until the permits held are below
 // it. n must be 1 to reentrant.MaxSize (ErrInvalidOption otherwise). The
 // handle's own size, which bounds its asks, is unchanged.
+//
+// n is kept for two of the client's watchdog leases (WithWatchdogLease;
+// 60 s by default) from SetMax, and for as long as the semaphore is in use
+// after that (see Semaphore): every permit and waiter keeps it, so it
+// never expires under a permit held. A semaphore left idle past that
+// forgets it, as a Redis that lost its data would: the next call stores
+// its handle's size. To resize for good, make every handle with the new
+// size too, or call SetMax when the semaphore is used again.
 func (s *Semaphore) SetMax(ctx context.Context, n int64) error {
 	if s.c.table.closed.Load() {
 		return ErrClosed
@@ -140,7 +152,7 @@ func (s *Semaphore) SetMax(ctx context.Context, n int64) error {
 	if s.err != nil {
 		return s.err
 	}
-	return lowerSemaphore(s.keys.SetSize(ctx, s.c.rdb, n))
+	return lowerSemaphore(s.keys.SetSize(ctx, s.c.rdb, n, s.c.cfg.watchdogLease))
 }
 
 // ForceRelease ends every hold of the semaphore's permits, whoever holds
