@@ -67,10 +67,11 @@ func (c *Client) prepare(ctx context.Context, opts []LockOption, res func(lease 
 	if err != nil {
 		return nil, err
 	}
-	return c.newAttempt(ctx, r, lc), nil
+	return c.newAttempt(ctx, r, lc, lease), nil
 }
 
-// attempt is one call that acquires a resource: Lock or TryLock today.
+// attempt is one call that acquires a resource: a lock, an RW lock's read
+// or write, or a semaphore's permits, blocking or not.
 type attempt struct {
 	c     *Client
 	ctx   context.Context // the caller's
@@ -88,14 +89,11 @@ type attempt struct {
 	queuedAt time.Time
 }
 
-// newAttempt prepares a call on res with ctx and lc. Its owner is that of
-// the handle of res ctx carries, if any (the call re-enters through it),
-// else WithOwner's, else one made for the call.
-func (c *Client) newAttempt(ctx context.Context, res resource, lc lockConfig) *attempt {
-	a := &attempt{c: c, ctx: ctx, res: res, lease: c.cfg.watchdogLease, cfg: lc}
-	if lc.leaseSet {
-		a.lease = lc.lease
-	}
+// newAttempt prepares a call on res with ctx, lc and its lease (prepare's).
+// Its owner is that of the handle of res ctx carries, if any (the call
+// re-enters through it), else WithOwner's, else one made for the call.
+func (c *Client) newAttempt(ctx context.Context, res resource, lc lockConfig, lease time.Duration) *attempt {
+	a := &attempt{c: c, ctx: ctx, res: res, lease: lease, cfg: lc}
 	if via := c.handleIn(ctx, res.id()); via != nil {
 		a.via, a.owner = via, via.hold.owner
 	} else if owner, ok := OwnerFrom(ctx); ok {
