@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -55,7 +54,7 @@ func (c *Client) Semaphore(name string, size int64) *Semaphore {
 	if err == nil {
 		k, err = k.WithSize(size)
 	}
-	s.keys, s.err = k, lowerSemaphore(err)
+	s.keys, s.err = k, lower(err)
 	return s
 }
 
@@ -97,7 +96,7 @@ func (s *Semaphore) obtain(ctx context.Context, n int64, opts []LockOption, bloc
 		a.via, a.owner, a.newOwner = nil, s.c.newOwner(), true
 	}
 	l, err := s.c.observed(a.run(blocking))
-	return (*Permit)(l), lowerSemaphore(err)
+	return (*Permit)(l), lower(err)
 }
 
 // face is the face of n permits, or why a call for them is refused before
@@ -112,20 +111,11 @@ func (s *Semaphore) face(ctx context.Context, n int64) (resource, error) {
 	if _, ok := OwnerFrom(ctx); ok {
 		return nil, fmt.Errorf("%w: WithOwner for semaphore %q: permits are not re-entered, each Acquire is its own owner", ErrInvalidOption, s.keys.Name)
 	}
-	f, err := s.c.shareFace(s.keys.Permits(n))
+	f, err := s.c.shareFace(s.keys.Permits(n)) // lowers err
 	if err != nil {
-		return nil, lowerSemaphore(err)
+		return nil, err
 	}
 	return f, nil
-}
-
-// lowerSemaphore maps reentrant's refusals of a semaphore's arguments to
-// ErrInvalidOption, keeping them matchable.
-func lowerSemaphore(err error) error {
-	if errors.Is(err, reentrant.ErrInvalidPermits) || errors.Is(err, reentrant.ErrInvalidSize) {
-		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	return err
 }
 
 // SetMax sets the semaphore's size in Redis, for every client, to n: a
@@ -140,7 +130,7 @@ func (s *Semaphore) SetMax(ctx context.Context, n int64) error {
 	if s.err != nil {
 		return s.err
 	}
-	return lowerSemaphore(s.keys.SetSize(ctx, s.c.rdb, n))
+	return lower(s.keys.SetSize(ctx, s.c.rdb, n))
 }
 
 // ForceRelease ends every hold of the semaphore's permits, whoever holds
