@@ -52,8 +52,8 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 // res gives for the call's lease (wire mode's lock needs it), or the error
 // that ends the call first: ErrClosed, then an option's, then res's.
 func (c *Client) prepare(ctx context.Context, opts []LockOption, res func(lease time.Duration) (resource, error)) (*attempt, error) {
-	if c.table.closed.Load() {
-		return nil, ErrClosed
+	if err := c.checkOpen(); err != nil {
+		return nil, err
 	}
 	lc, err := newLockConfig(opts)
 	if err != nil {

@@ -142,6 +142,16 @@ func (c *Client) Close() error {
 	return err
 }
 
+// checkOpen guards every public call that sends to Redis: it is ErrClosed
+// once Close has begun. A call that passed it as Close began meets the end
+// further on: the hub, the watchdog and the holds table refuse it.
+func (c *Client) checkOpen() error {
+	if c.table.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // newOwner makes an owner ID no other call shares: the client's ID and 128
 // random bits. Most Lock calls make one, so it is built in place: one
 // allocation, the string.

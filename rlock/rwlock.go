@@ -160,8 +160,11 @@ type RWState struct {
 }
 
 // Inspect reads the RW lock's holds, their leases, its last token and the
-// length of its queue, without changing it.
+// length of its queue, without changing it; ErrClosed after Client.Close.
 func (rw *RWLock) Inspect(ctx context.Context) (RWState, error) {
+	if err := rw.c.checkOpen(); err != nil {
+		return RWState{}, err
+	}
 	if rw.err != nil {
 		return RWState{}, rw.err
 	}

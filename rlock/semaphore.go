@@ -124,8 +124,8 @@ func (s *Semaphore) face(ctx context.Context, n int64) (resource, error) {
 // it. n must be 1 to reentrant.MaxSize (ErrInvalidOption otherwise). The
 // handle's own size, which bounds its asks, is unchanged.
 func (s *Semaphore) SetMax(ctx context.Context, n int64) error {
-	if s.c.table.closed.Load() {
-		return ErrClosed
+	if err := s.c.checkOpen(); err != nil {
+		return err
 	}
 	if s.err != nil {
 		return s.err
@@ -168,8 +168,12 @@ type PermitState struct {
 }
 
 // Inspect reads the semaphore's size, its holds of permits, their leases,
-// its last token and the length of its queue, without changing it.
+// its last token and the length of its queue, without changing it;
+// ErrClosed after Client.Close.
 func (s *Semaphore) Inspect(ctx context.Context) (SemaphoreState, error) {
+	if err := s.c.checkOpen(); err != nil {
+		return SemaphoreState{}, err
+	}
 	if s.err != nil {
 		return SemaphoreState{}, s.err
 	}

@@ -72,8 +72,8 @@ func (f *shareFace) renewal(owner string, token uint64) reentrant.Renewal {
 // ErrLockLost. Holders elsewhere find out at their next renewal or
 // release. RWLock.ForceUnlock and Semaphore.ForceRelease are this.
 func (c *Client) forceReleaseShared(ctx context.Context, k reentrant.SharedKeys) (int64, error) {
-	if c.table.closed.Load() {
-		return 0, ErrClosed
+	if err := c.checkOpen(); err != nil {
+		return 0, err
 	}
 	before := c.table.holdsOf(func(h *hold) bool { return h.res.id().key == k.Hash })
 	n, err := k.ForceRelease(ctx, c.rdb, newRequestID())
