@@ -38,14 +38,19 @@ type Client struct {
 	table      holdTable // the holds this client has
 	background cleanups  // clean-ups of failed calls and dead grants; Close waits for them
 	closeOnce  sync.Once
-
-	// afterFirstAttempt, when set by tests, runs between the first failed
-	// acquire and the subscribe of the wait loop.
-	afterFirstAttempt func()
-	// beforeJoin, when set by tests, runs in adopt between finding the
-	// hold to join and joining it.
-	beforeJoin func()
 }
+
+// The test seams: package-level, so that Client holds no test-only state.
+// They are no-ops; export_test.go replaces them before any test runs, with
+// functions that run the hook a test set for that Client.
+var (
+	// afterFirstAttempt runs in c's wait loop between the first failed
+	// acquire and the subscribe.
+	afterFirstAttempt = func(c *Client) {}
+	// beforeJoin runs in c's adopt between finding the hold to join and
+	// joining it.
+	beforeJoin = func(c *Client) {}
+)
 
 // New returns a Client that takes locks on rdb: a *redis.Client (a single
 // node, or Sentinel through redis.NewFailoverClient) or a

@@ -97,9 +97,7 @@ func (c *Client) adopt(a *attempt, token uint64, sent time.Time, lease time.Dura
 			// hold ended in Redis unnoticed.
 			stale.cutOff(stale.lost("its lease ran out"))
 		}
-		if c.beforeJoin != nil {
-			c.beforeJoin()
-		}
+		beforeJoin(c)
 		l := newHandle(h, a.ctx, nil, a.cfg, sent, kind)
 		if err := h.join(l, sent, lease); err == nil {
 			return l, nil
