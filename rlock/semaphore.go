@@ -34,9 +34,8 @@ import (
 // A Semaphore sends nothing until a call; it is safe for concurrent use.
 type Semaphore struct {
 	c    *Client
-	keys reentrant.SharedKeys // with the handle's size
-	size int64
-	err  error // why the name or size cannot be a semaphore's
+	keys reentrant.SharedKeys // with the handle's size (SizeGiven)
+	err  error                // why the name or size cannot be a semaphore's
 }
 
 // Semaphore is the semaphore called name (name rules as for Lock), of size
@@ -45,7 +44,7 @@ type Semaphore struct {
 // call. On a wire-mode client (WithRedissonWire) each call returns
 // ErrWireUnsupported.
 func (c *Client) Semaphore(name string, size int64) *Semaphore {
-	s := &Semaphore{c: c, size: size}
+	s := &Semaphore{c: c}
 	if c.wire != nil {
 		s.err = fmt.Errorf("%w: Semaphore %q", ErrWireUnsupported, name)
 		return s
@@ -105,8 +104,8 @@ func (s *Semaphore) face(ctx context.Context, n int64) (resource, error) {
 	switch {
 	case s.err != nil:
 		return nil, s.err
-	case n < 1 || n > s.size:
-		return nil, fmt.Errorf("%w: %d permits of semaphore %q, the range is 1 to %d", ErrInvalidOption, n, s.keys.Name, s.size)
+	case n < 1 || n > s.keys.SizeGiven():
+		return nil, fmt.Errorf("%w: %d permits of semaphore %q, the range is 1 to %d", ErrInvalidOption, n, s.keys.Name, s.keys.SizeGiven())
 	}
 	if _, ok := OwnerFrom(ctx); ok {
 		return nil, fmt.Errorf("%w: WithOwner for semaphore %q: permits are not re-entered, each Acquire is its own owner", ErrInvalidOption, s.keys.Name)
