@@ -26,7 +26,7 @@ type Client struct {
 	rdb redis.UniversalClient
 	cfg config
 	ns  reentrant.Namespace
-	id  string // prefix of every owner ID this client makes
+	id  string // prefix of every owner ID this client makes (owner.go)
 	// wire is set with WithRedissonWire: the client's locks are in
 	// Redisson's format, not ns's.
 	wire *wireMode
@@ -155,17 +155,6 @@ func (c *Client) checkOpen() error {
 		return ErrClosed
 	}
 	return nil
-}
-
-// newOwner makes an owner ID no other call shares: the client's ID and 128
-// random bits. Most Lock calls make one, so it is built in place: one
-// allocation, the string.
-func (c *Client) newOwner() string {
-	var random [16]byte
-	_, _ = rand.Read(random[:])
-	var buf [64]byte // the client's ID is 16 hex digits: the owner fits
-	owner := append(append(buf[:0], c.id...), ':')
-	return string(hex.AppendEncode(owner, random[:]))
 }
 
 // randomHex is n random bytes from crypto/rand, in hex. crypto/rand.Read

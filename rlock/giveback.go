@@ -139,9 +139,7 @@ func (a *attempt) giveBack(ctx context.Context, token uint64) {
 		return
 	}
 	a.releaseLater(a.owner, token)
-	if a.newOwner {
-		a.owner = a.c.newOwner()
-	}
+	a.remake(a.c)
 }
 
 // cleanups runs the clean-ups above in the background, where the call

@@ -85,14 +85,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...LockOption)
 // obtain is Acquire (blocking) and TryAcquire: an attempt, as for a lock,
 // on the face of n permits, always under an owner of its own.
 func (s *Semaphore) obtain(ctx context.Context, n int64, opts []LockOption, blocking bool) (*Permit, error) {
-	a, err := s.c.prepare(ctx, opts, func(time.Duration) (resource, error) { return s.face(ctx, n) })
+	a, err := s.c.prepare(ctx, opts, ownerRule{ownOnly: true}, func(time.Duration) (resource, error) { return s.face(n) })
 	if err != nil {
 		return nil, err
-	}
-	// Permits are counted, not re-entered: a Permit's Context in ctx is
-	// no owner for this call.
-	if a.via != nil {
-		a.via, a.owner, a.newOwner = nil, s.c.newOwner(), true
 	}
 	l, err := s.c.observed(a.run(blocking))
 	return (*Permit)(l), lower(err)
@@ -100,15 +95,12 @@ func (s *Semaphore) obtain(ctx context.Context, n int64, opts []LockOption, bloc
 
 // face is the face of n permits, or why a call for them is refused before
 // any Redis call.
-func (s *Semaphore) face(ctx context.Context, n int64) (resource, error) {
+func (s *Semaphore) face(n int64) (resource, error) {
 	switch {
 	case s.err != nil:
 		return nil, s.err
 	case n < 1 || n > s.keys.SizeGiven():
 		return nil, fmt.Errorf("%w: %d permits of semaphore %q, the range is 1 to %d", ErrInvalidOption, n, s.keys.Name, s.keys.SizeGiven())
-	}
-	if _, ok := OwnerFrom(ctx); ok {
-		return nil, fmt.Errorf("%w: WithOwner for semaphore %q: permits are not re-entered, each Acquire is its own owner", ErrInvalidOption, s.keys.Name)
 	}
 	f, err := s.c.shareFace(s.keys.Permits(n)) // lowers err
 	if err != nil {
