@@ -31,6 +31,7 @@ func TestSemaphoreSizeIsStoredByTheFirstCall(t *testing.T) {
 	require.Equal(t, "4", rdb.Get(ctx, k.Size).Val())
 
 	other := sharedKeys(t, Namespace{}, KindSemaphore, "gpu", 10)
+	require.Equal(t, []int64{4, 10}, []int64{k.SizeGiven(), other.SizeGiven()}, "each keeps its handle's size")
 	b, err := permits(t, other, 2).AcquireNew(ctx, rdb, "B", testLease, Waiter{})
 	require.NoError(t, err)
 	require.False(t, b.Acquired, "3 + 2 > 4: the stored size holds")
