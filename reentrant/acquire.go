@@ -8,8 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// acquireScript runs lua/acquire.lua.
-var acquireScript = grantingScript("acquire.lua")
+// acquireScript runs lua/acquire.lua, and lua/acquire_queue.lua when the
+// lock is held or queued for (see freePathScript).
+var acquireScript = freePathScript([]string{"token.lua", "acquire.lua"}, "acquire_queue.lua")
 
 // AcquireResult is the outcome of one acquire attempt.
 type AcquireResult struct {

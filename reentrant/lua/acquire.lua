@@ -36,8 +36,27 @@ local owner, token, leaseMs, newOwner, requestMs = ARGV[1], ARGV[2], ARGV[3], AR
 local waiter, record, aliveKey, aliveMs = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local publish = ARGV[10]
 
--- PTTL first: on the uncontended path the lock is free, and then nobody
--- holds it, this owner included.
+-- takeFree makes owner the holder of the free lock, with a new token, and
+-- remembers the request (an owner made for this call needs no record: a
+-- hold it has can only be this call's own). It returns acquire's reply.
+local function takeFree()
+  local given = takeToken(fence)
+  redis.call('hset', hash, owner, '1')
+  redis.call('pexpire', hash, leaseMs)
+  if not newOwner then
+    redis.call('set', req, '1:' .. formatToken(given), 'px', requestMs)
+  end
+  return {1, 1, given}
+end
+
+-- The free path: nobody holds the lock and nobody waits, which one EXISTS
+-- tells. It ends here, before the grant library (acquire_queue.lua) is
+-- made. A re-entry (token) needs a hold, so it does not look.
+if token == '0' and redis.call('exists', hash, queue) == 0 then
+  return takeFree()
+end
+
+-- PTTL: nobody holds a lock without one, this owner included.
 local pttl = redis.call('pttl', hash)
 local count = pttl ~= -2 and redis.call('hget', hash, owner)
 if count then
@@ -79,30 +98,3 @@ end
 if token ~= '0' then
   return {-1}
 end
-
-local reply = {0, pttl}
-if pttl == -2 then
-  -- Free. Nobody barges past a waiting queue: its head gets the lock,
-  -- which may be the caller.
-  local id, given, left = grant(hash, fence, queue, granted, publish, waiter, nil)
-  if id == waiter and waiter ~= '' then
-    return {1, 1, given}
-  end
-  if not id and not left then
-    given = takeToken(fence)
-    redis.call('hset', hash, owner, 1)
-    redis.call('pexpire', hash, leaseMs)
-    if not newOwner then
-      redis.call('set', req, '1:' .. formatToken(given), 'px', requestMs)
-    end
-    return {1, 1, given}
-  end
-  -- Another waiter has it, or the queue's live waiters (this one, if it
-  -- is queued further back) are still behind entries this script had no
-  -- tries left for. Taking the lock then would pass them by, and leave a
-  -- queued caller's record to be granted later to nobody: the caller
-  -- waits as when the lock is held, and repeats the call at once.
-  reply = id and {0, redis.call('pttl', hash)} or {2}
-end
-enqueue(queue, waiter, record, aliveKey, aliveMs)
-return reply
