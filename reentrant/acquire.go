@@ -73,7 +73,10 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
+	if !newOwner {
+		keys = append(keys, k.RequestKey(requestID))
+	}
 	a := acquireArgs{owner: owner, token: token, leaseMs: ms, newOwner: newOwner,
 		requestMs: k.requestTTL.Milliseconds(), publish: k.publish}
 	if w.ID != "" {
@@ -116,10 +119,14 @@ type acquireArgs struct {
 	publish string
 }
 
-// argv is a in acquire.lua's ARGV order.
+// argv is a in acquire.lua's ARGV order; the waiter's only when the call
+// queues.
 func (a acquireArgs) argv() []any {
-	return []any{a.owner, formatToken(a.token), a.leaseMs, wireFlag(a.newOwner), a.requestMs,
-		a.waiter, a.record, a.aliveKey, a.aliveMs, a.publish}
+	args := []any{a.owner, formatToken(a.token), a.leaseMs, wireFlag(a.newOwner), a.requestMs}
+	if a.waiter != "" {
+		args = append(args, a.waiter, a.record, a.aliveKey, a.aliveMs)
+	}
+	return append(args, a.publish)
 }
 
 // acquireOnce runs the acquire script once and reads its reply.

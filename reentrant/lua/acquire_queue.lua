@@ -11,7 +11,7 @@ if pttl == -2 then
     return {1, 1, given}
   end
   if not id and not left then
-    return takeFree()
+    return takeFree(hash, fence, owner, leaseMs, newOwner, req, requestMs)
   end
   -- Another waiter has it, or the queue's live waiters (this one, if it
   -- is queued further back) are still behind entries this script had no

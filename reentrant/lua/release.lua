@@ -16,15 +16,9 @@
 -- entries in the queue (see grant): the client runs pass.lua.
 -- This file runs before the grant library, and ends every call that
 -- grants nothing; release_pass.lua, after the library, hands the lock on
--- to a queue.
+-- to a queue. Each remembers its reply under req, for requestMs.
 local hash, fence, req, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, token, requestMs, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-
--- rememberCount keeps the reply count under req, and returns it.
-local function rememberCount(count)
-  redis.call('set', req, count, 'px', requestMs)
-  return count
-end
 
 -- One read for the replay record and the counter.
 local seen = redis.call('mget', req, fence)
@@ -44,11 +38,14 @@ if count > 0 then
   -- The lease is left as it is: the remaining holds were promised at
   -- least what the longest of them asked for, and re-entry never shortens.
   redis.call('hincrby', hash, owner, -1)
-  return rememberCount(count)
+  redis.call('set', req, count, 'px', requestMs)
+  return count
 end
 -- The free path: with nobody queued the lock is free, and nothing is
--- published.
+-- published. (Its record is the string '0': a Lua number would be printed,
+-- which costs the server more than the SET.)
 if redis.call('exists', queue) == 0 then
   redis.call('del', hash)
-  return rememberCount(0)
+  redis.call('set', req, '0', 'px', requestMs)
+  return 0
 end
