@@ -273,6 +273,15 @@
 // Redisson format's scripts that set a lease run lua/redisson_lease.lua
 // first, whose one rule, that a lock's expiry only moves later, is their
 // one deliberate difference from Redisson's own (see RedissonNamespace).
+// The free path (a Lock+Unlock nobody else holds or waits for) is the
+// common one, and every function a script makes, every key and argument it
+// is passed and every number it prints costs each call server time: so
+// lua/acquire.lua and lua/release.lua run before the library (only
+// lua/master.lua and lua/token.lua before acquire.lua) and end every call
+// that grants nothing; lua/acquire_queue.lua and lua/release_pass.lua,
+// after it, do the rest, reading their head's locals. TestFreePathCommands
+// pins the free path's commands; BenchmarkFreePathServerTime compares its
+// server time with Redisson's scripts.
 // Every script keeps these conventions (the order of arguments holds for
 // the lock's own scripts, not the Redisson ones):
 //   - a header says what it does, then names every key and argument, one
@@ -283,5 +292,8 @@
 //     boolean there, and a duration in ms is named with the suffix Ms;
 //   - arguments come in one order: the owner and its token, the call's own
 //     values, the waiter's, and the publish command last;
-//   - library files define local functions only, and read no KEYS or ARGV.
+//   - library files define local functions only, and read no KEYS or ARGV;
+//   - acquire.lua's waiter arguments and request key are absent from a
+//     call that does not use them (each costs the free path server time);
+//     its publish command is still last.
 package reentrant
