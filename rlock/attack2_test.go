@@ -6,9 +6,12 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -337,10 +340,17 @@ func TestAttackSharedOwnerStaleUnlock(t *testing.T) {
 	}
 }
 
-// Upgrade through a downgraded read's Context: r := rw.RLock(w.Context()),
-// w.Unlock(). r.Context() now carries an unlocked write handle and a live
-// read. rw.Lock(r.Context()) is "a write inside a read only": ErrUpgrade at
-// once, never a write beside another client's read.
+// Attack finding 3 (wrong error, no second holder; fails on every run):
+// r := rw.RLock(w.Context()), w.Unlock(). r.Context() now carries an
+// unlocked write handle and a live read. rw.Lock(r.Context()) is "a write
+// inside a read only": ErrUpgrade at once (ErrUpgrade's doc: "a ctx that
+// carries a read handle of the same RWLock and no write handle"). Observed:
+// ErrNotObtained wrapping ErrNotHeld ("lock not held"): the call re-enters
+// through the unlocked write handle it finds in the ctx's values, past the
+// innermost handle, the read. Safe (nothing granted), but the caller is told
+// its write was given up rather than that it asked for an upgrade. Related
+// to item 12 (the read's Context derives from w's); a fix of item 12 that
+// keeps the values keeps this.
 func TestAttackUpgradeThroughDowngrade(t *testing.T) {
 	t.Skip("attack finding 3: fails today")
 	ctx := atkCtx(t)
@@ -708,10 +718,19 @@ func TestAttackNoImmortalKeys(t *testing.T) {
 	t.Logf("%d keys left", len(keys))
 }
 
-// Redis restarts without its data while A holds (default 30 s watchdog
-// lease) and B waits. B resyncs on its reconnect and takes the lock at once;
-// how long is A's Context still alive beside it? "A loss is told at once";
-// the restart table row says "holder told of the loss".
+// Attack finding 2 (two holders after a restart; fails on every run): Redis
+// restarts without its data while A holds (default 30 s watchdog lease) and
+// B waits. B resyncs on its reconnect and takes the lock 0-200 ms after the
+// restart, but A's Context stays alive until its next watchdog tick, about
+// 9.6 s later, for the plain lock, the RW write and the semaphore alike: two
+// holders that both believe they hold for ~lease/3. The client saw its
+// connections drop (its waiters resync on it) but does not check its holds
+// at that resync. Promises: "A loss is told at once"; ErrLockLost covers
+// "Redis said it no longer holds it (expired, deleted, restarted)"; the
+// restart row of What we test ("holder told of the loss", measured only with
+// a short lease). Fencing tokens still order the two (the README's answer to
+// data loss), so this may be judged a documented limit; the gap is the
+// resync that checks waiters but not holds.
 func TestAttackRestartHolderBesideWaiter(t *testing.T) {
 	t.Skip("attack finding 2: fails today")
 	ctx := atkCtx(t)
@@ -858,6 +877,7 @@ type atkProxy struct {
 	held    bool
 	heldReq bool
 	cond    *sync.Cond
+	live    []net.Conn
 }
 
 func atkStartProxy(t *testing.T, target string) *atkProxy {
@@ -929,14 +949,29 @@ func atkStartProxy(t *testing.T, target string) *atkProxy {
 					}
 				}
 			}()
+			p.mu.Lock()
+			p.live = append(p.live, c, s)
+			p.mu.Unlock()
 			t.Cleanup(func() { c.Close(); s.Close() })
 		}
 	}()
 	return p
 }
 
-func (p *atkProxy) Addr() string  { return p.ln.Addr().String() }
-func (p *atkProxy) Hold()         { p.mu.Lock(); p.held = true; p.mu.Unlock() }
+func (p *atkProxy) Addr() string { return p.ln.Addr().String() }
+func (p *atkProxy) Hold()        { p.mu.Lock(); p.held = true; p.mu.Unlock() }
+
+// KillAll closes every connection made so far, both sides: what the
+// clients had in flight is lost.
+func (p *atkProxy) KillAll() {
+	p.mu.Lock()
+	for _, c := range p.live {
+		c.Close()
+	}
+	p.live = nil
+	p.mu.Unlock()
+}
+
 func (p *atkProxy) HoldRequests() { p.mu.Lock(); p.heldReq = true; p.mu.Unlock() }
 func (p *atkProxy) ReleaseRequests() {
 	p.mu.Lock()
@@ -951,8 +986,13 @@ func (p *atkProxy) Release() {
 	p.mu.Unlock()
 }
 
-// A shared owner's waiter granted while its client hears nothing, then
-// cancelled, while the same owner re-entered on another client in between.
+// Attack finding 1, the cancel path (fails about 1 run in 6; 2 of 14 runs
+// measured): a shared owner's waiter granted while its client hears nothing
+// (a proxy holds B's replies, so B's new connections cannot even start),
+// then cancelled, while the same owner re-entered on another client in
+// between. When the replies flow, the leave and the grant's hand-back race;
+// in the failing runs both give back a count: X:2 becomes 0 (logged
+// "after W1 gave up: map[]") and E gets the lock beside D.
 // The cancelled waiter's give-back must take back its own count only
 // ("callers with the same owner are one owner"; "A failed call never leaves
 // the lock taken" — and never frees another caller's count): D's hold of
@@ -1021,13 +1061,20 @@ func TestAttackSharedOwnerCancelledGrant(t *testing.T) {
 	}
 }
 
-// Item 2 of issue 30 part 3 was found for RW reads; the plain lock's shared
-// owner, same sequence: W1 (owner X, WithLease 300 ms) is granted while its
-// client hears nothing for 700 ms; D re-enters owner X meanwhile (count 2,
-// lease raised to 30 s). W1's late grant is past its validity and given back
-// (one count), and the wait goes on. Whatever W1 does after, D's count must
-// stay: once W1 is done (given up or unlocked), E must not get the lock while
-// D's Context is alive.
+// Attack finding 1 (two holders; fails on every run). Item 2 of issue 30
+// part 3 was found for RW reads; this is the plain lock's shared owner:
+// W1 (owner X, WithLease 300 ms, client B) is granted while B hears nothing
+// for 700 ms (a proxy holds B's replies); D re-enters owner X meanwhile
+// (count 2, lease raised to 30 s). W1's late grant is past its validity, so
+// it is given back, and the wait goes on. Whatever W1 does after, D's count
+// must stay: once W1 is done, E must not get the lock while D's Context is
+// alive. Observed: the give-back frees the lock entirely (D's count too);
+// W1's wait then takes it afresh (new token, X:1, 300 ms) and returns a
+// handle; after W1's Unlock nothing is held and E takes the lock while D's
+// Context is alive (and any other client could have taken it at the
+// give-back). Promises: "callers with the same owner are one owner"; "a
+// grant that arrives with its validity already passed is released at once"
+// (its grant, not the owner's other counts); mutual exclusion.
 func TestAttackSharedOwnerLateGrantPlain(t *testing.T) {
 	t.Skip("attack finding 1: fails today")
 	ctx := atkCtx(t)
@@ -1084,12 +1131,11 @@ func TestAttackSharedOwnerLateGrantPlain(t *testing.T) {
 	}
 }
 
-// The same for the RW lock's write: a shared owner's write: W1 (owner X, WithLease 300 ms) is granted while its
-// client hears nothing for 700 ms; D re-enters owner X meanwhile (count 2,
-// lease raised to 30 s). W1's late grant is past its validity and given back
-// (one count), and the wait goes on. Whatever W1 does after, D's count must
-// stay: once W1 is done (given up or unlocked), E must not get the lock while
-// D's Context is alive.
+// Attack finding 1, the RW lock's write (fails on every run): the same
+// sequence as TestAttackSharedOwnerLateGrantPlain with rw.Lock. Observed:
+// after the late grant's give-back D's write count is gone, W1 takes the
+// write afresh (new token, WriteCount 1, 300 ms), and after W1's Unlock a
+// reader E gets in while D's write Context is alive.
 func TestAttackSharedOwnerLateGrantWrite(t *testing.T) {
 	t.Skip("attack finding 1: fails today")
 	ctx := atkCtx(t)
@@ -1297,7 +1343,7 @@ func TestAttackDelayedAcquireReply(t *testing.T) {
 			t.Errorf("%s: another client could not take it: %v", kind, re.err)
 			continue
 		}
-		if d := time.Since(start); d > 50*time.Millisecond {
+		if d := time.Since(start); d > time.Second {
 			t.Errorf("%s: another client waited %v after the Unlock", kind, d)
 		}
 		re.unlock()
@@ -1545,8 +1591,9 @@ func TestAttackCloseReleasesWholeHold(t *testing.T) {
 	}
 }
 
-// A shared owner's waiter W1 is granted while its client is cut off both
-// ways; D re-enters owner X (count 2); W1 gives up (its leave goes to the
+// Attack finding 1, the hand-back path (fails about 1 run in 5 for the plain
+// lock; the write variant passed in the runs made): a shared owner's waiter
+// W1 is granted while its client is cut off both ways; D re-enters owner X (count 2); W1 gives up (its leave goes to the
 // background); then the grant message reaches B after its waiter has gone
 // ("released"), and only then do B's requests reach Redis: the leave ("if it
 // was granted ... passes the lock on") and the release of the unclaimed
@@ -1622,5 +1669,457 @@ func TestAttackSharedOwnerGrantAfterGone(t *testing.T) {
 			t.Errorf("%s: E got the lock while D's hold of owner X is alive (%v)", kind, ld.Context().Err())
 		}
 		ld.Unlock(ctx)
+	}
+}
+
+// A shared owner's grant message lost with the connection ("after every
+// resubscribe, each waiter looks again with its acquire, which reports a
+// grant it missed"; the granted key is "for a waiter that missed the
+// message"), while D re-entered owner X in between. W1's look must claim its
+// own grant only: W1 and D together hold 2 counts, and after W1's Unlock D's
+// count stays, so E must not get the lock while D's Context is alive.
+func TestAttackSharedOwnerLostGrantMessage(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	prx := atkStartProxy(t, srv.Addr)
+	a, d, e := atkClient(t, srv), atkClient(t, srv), atkClient(t, srv)
+	brdb := redis.NewClient(redistest.Options(prx.Addr()))
+	t.Cleanup(func() { brdb.Close() })
+	b, err := rlock.New(brdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	rdb := srv.Admin()
+	for _, kind := range []string{"lock", "write"} {
+		name := "lostmsg-" + kind
+		qkey := "baton:{" + name + "}:queue"
+		take := func(cl *rlock.Client, ctx context.Context) (*rlock.Lock, error) { return cl.Lock(ctx, name) }
+		try := func(cl *rlock.Client, ctx context.Context, o ...rlock.LockOption) (*rlock.Lock, error) {
+			return cl.TryLock(ctx, name, o...)
+		}
+		if kind == "write" {
+			qkey = "baton:{" + name + "}:rw:queue"
+			take = func(cl *rlock.Client, ctx context.Context) (*rlock.Lock, error) { return cl.RWLock(name).Lock(ctx) }
+			try = func(cl *rlock.Client, ctx context.Context, o ...rlock.LockOption) (*rlock.Lock, error) {
+				return cl.RWLock(name).TryLock(ctx, o...)
+			}
+		}
+		l, err := take(a, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		octx := rlock.WithOwner(ctx, "X")
+		w1 := make(chan *rlock.Lock, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(octx, 8*time.Second)
+			defer cancel()
+			l, err := take(b, wctx)
+			if err != nil {
+				t.Errorf("%s: W1: %v", kind, err)
+			}
+			w1 <- l
+		}()
+		atkWaitLen(t, rdb, qkey, 1)
+		time.Sleep(50 * time.Millisecond)
+		prx.Hold()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ld, err := try(d, octx)
+		if err != nil {
+			t.Fatalf("owner X re-entry on D after W1's grant: %v", err)
+		}
+		prx.KillAll()
+		prx.Release()
+		l1 := <-w1
+		if l1 == nil {
+			t.FailNow()
+		}
+		if err := l1.Unlock(ctx); err != nil {
+			t.Logf("%s: W1 Unlock: %v", kind, err)
+		}
+		if le, err := try(e, ctx, rlock.WaitAtMost(500*time.Millisecond)); err == nil {
+			le.Unlock(ctx)
+			t.Errorf("%s: E got the lock while D's hold of owner X is alive (%v)", kind, ld.Context().Err())
+		}
+		ld.Unlock(ctx)
+	}
+}
+
+// A handle's Context used with another Client: re-entry is "a handle of the
+// same lock from the same client". On client B, A's handle is no handle of
+// B's: the call must not be granted while A holds (nor after A's Unlock
+// leave B holding a count A's Unlock freed).
+func TestAttackHandleOfOtherClient(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	a, b, e := atkClient(t, srv), atkClient(t, srv), atkClient(t, srv)
+	for _, kind := range []string{"lock", "write", "read"} {
+		name := "otherclient-" + kind
+		var la *rlock.Lock
+		var err error
+		var again func(ctx context.Context) (*rlock.Lock, error)
+		var other func() (*rlock.Lock, error)
+		switch kind {
+		case "lock":
+			la, err = a.Lock(ctx, name)
+			again = func(c context.Context) (*rlock.Lock, error) {
+				return b.TryLock(c, name, rlock.WaitAtMost(300*time.Millisecond))
+			}
+			other = func() (*rlock.Lock, error) { return e.TryLock(ctx, name, rlock.WaitAtMost(300*time.Millisecond)) }
+		case "write":
+			la, err = a.RWLock(name).Lock(ctx)
+			again = func(c context.Context) (*rlock.Lock, error) {
+				return b.RWLock(name).TryLock(c, rlock.WaitAtMost(300*time.Millisecond))
+			}
+			other = func() (*rlock.Lock, error) {
+				return e.RWLock(name).TryRLock(ctx, rlock.WaitAtMost(300*time.Millisecond))
+			}
+		case "read":
+			la, err = a.RWLock(name).Lock(ctx)
+			again = func(c context.Context) (*rlock.Lock, error) {
+				return b.RWLock(name).TryRLock(c, rlock.WaitAtMost(300*time.Millisecond))
+			}
+			other = func() (*rlock.Lock, error) {
+				return e.RWLock(name).TryLock(ctx, rlock.WaitAtMost(300*time.Millisecond))
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := again(la.Context())
+		if err != nil {
+			t.Logf("%s: B through A's handle: %v", kind, err)
+			la.Unlock(ctx)
+			continue
+		}
+		t.Logf("%s: B through A's handle granted: owner %q (A's %q)", kind, lb.Owner(), la.Owner())
+		if err := la.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if le, err := other(); err == nil {
+			le.Unlock(ctx)
+			t.Errorf("%s: E got in while B's handle (taken through A's Context) is alive (%v)", kind, lb.Context().Err())
+		}
+		lb.Unlock(ctx)
+	}
+}
+
+// Semaphore under raising SetMax, random cancels, TryAcquire with
+// WaitAtMost and asks up to the size: the permits held by live Permits
+// never exceed the size (which only grows here), no wait outlives the
+// sequence by a lease, and nothing is left after.
+func TestAttackSemaphoreResizeStress(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	const name = "semstress"
+	clients := []*rlock.Client{atkClient(t, srv), atkClient(t, srv), atkClient(t, srv)}
+	var size atomic.Int64
+	size.Store(2)
+	if err := clients[0].Semaphore(name, 2).SetMax(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	var held atomic.Int64
+	stop := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	for i := range 9 {
+		c := clients[i%3]
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(i), 7))
+			s := c.Semaphore(name, 6)
+			for time.Now().Before(stop) {
+				n := int64(1 + rnd.IntN(2))
+				wctx, cancel := context.WithTimeout(ctx, time.Duration(5+rnd.IntN(200))*time.Millisecond)
+				var p *rlock.Permit
+				var err error
+				if rnd.IntN(2) == 0 {
+					p, err = s.Acquire(wctx, n)
+				} else {
+					p, err = s.TryAcquire(wctx, n, rlock.WaitAtMost(time.Duration(rnd.IntN(100))*time.Millisecond))
+				}
+				cancel()
+				if err != nil {
+					if !errors.Is(err, rlock.ErrNotObtained) {
+						t.Errorf("acquire %d: %v", n, err)
+						return
+					}
+					continue
+				}
+				if h := held.Add(n); h > size.Load() {
+					t.Errorf("%d permits held by live Permits, size %d", h, size.Load())
+				}
+				time.Sleep(time.Duration(rnd.IntN(3)) * time.Millisecond)
+				held.Add(-n)
+				if err := p.Release(ctx); err != nil {
+					t.Errorf("release: %v", err)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for n := int64(3); n <= 6 && time.Now().Before(stop); n++ {
+			time.Sleep(700 * time.Millisecond)
+			size.Store(n)
+			if err := clients[1].Semaphore(name, 6).SetMax(ctx, n); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	wg.Wait()
+	st, err := clients[0].Semaphore(name, 6).Inspect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held != 0 || st.Queued != 0 {
+		t.Errorf("left after the run: %+v", st)
+	}
+}
+
+// A failed Lock of a shared owner: "A failed Lock never leaves the lock
+// taken: its give-back runs in the background" and is "undone by replaying
+// its request ID, which tells, then releasing what it held". The call's
+// reply is lost with its connection (no go-redis retry), after Redis ran it;
+// D holds the same owner X, before the call (a re-entry) or taking it right
+// after the call's acquire (so the failed call's count came first). The
+// give-back may take the failed call's count only: D's stays, and E must not
+// get the lock while D's Context is alive.
+func TestAttackSharedOwnerFailedAcquireGiveBack(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	prx := atkStartProxy(t, srv.Addr)
+	d, e := atkClient(t, srv), atkClient(t, srv)
+	brdb := redis.NewClient(func() *redis.Options {
+		o := redistest.Options(prx.Addr())
+		o.MaxRetries = -1
+		return o
+	}())
+	t.Cleanup(func() { brdb.Close() })
+	b, err := rlock.New(brdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	for _, kind := range []string{"lock", "write", "read"} {
+		for _, dFirst := range []bool{true, false} {
+			name := fmt.Sprintf("failgive-%s-%v", kind, dFirst)
+			take := func(cl *rlock.Client, ctx context.Context) (*rlock.Lock, error) { return cl.Lock(ctx, name) }
+			try := func(cl *rlock.Client, ctx context.Context) (*rlock.Lock, error) {
+				return cl.TryLock(ctx, name, rlock.WaitAtMost(500*time.Millisecond))
+			}
+			switch kind {
+			case "write":
+				take = func(cl *rlock.Client, ctx context.Context) (*rlock.Lock, error) { return cl.RWLock(name).Lock(ctx) }
+				try = func(cl *rlock.Client, ctx context.Context) (*rlock.Lock, error) {
+					return cl.RWLock(name).TryRLock(ctx, rlock.WaitAtMost(500*time.Millisecond))
+				}
+			case "read":
+				take = func(cl *rlock.Client, ctx context.Context) (*rlock.Lock, error) { return cl.RWLock(name).RLock(ctx) }
+				try = func(cl *rlock.Client, ctx context.Context) (*rlock.Lock, error) {
+					return cl.RWLock(name).TryLock(ctx, rlock.WaitAtMost(500*time.Millisecond))
+				}
+			}
+			octx := rlock.WithOwner(ctx, "X")
+			// warm B's connection
+			if l, err := take(b, ctx); err != nil {
+				t.Fatal(err)
+			} else {
+				l.Unlock(ctx)
+			}
+			var ld *rlock.Lock
+			if dFirst {
+				if ld, err = take(d, octx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prx.Hold()
+			got := make(chan error, 1)
+			go func() {
+				l, err := take(b, octx)
+				if err == nil {
+					l.Unlock(ctx)
+				}
+				got <- err
+			}()
+			time.Sleep(100 * time.Millisecond)
+			if !dFirst {
+				if ld, err = take(d, octx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prx.KillAll()
+			prx.Release()
+			err := <-got
+			if err == nil {
+				t.Logf("%s dFirst=%v: B's call succeeded after all", kind, dFirst)
+			}
+			time.Sleep(500 * time.Millisecond)
+			if le, err := try(e, ctx); err == nil {
+				le.Unlock(ctx)
+				t.Errorf("%s dFirst=%v: E got in while D's hold of owner X is alive (%v); B's call: %v", kind, dFirst, ld.Context().Err(), err)
+			}
+			ld.Unlock(ctx)
+		}
+	}
+}
+
+// Liveness keys: "that grant's lease is at most the liveness TTL until the
+// waiter confirms it ... (Lock returns on the message, valid for the short
+// lease until then)". B's requests stop reaching Redis just before the grant
+// (its confirmation never arrives); the message does. When C, queued behind,
+// gets the lock after the short lease, B's Context must have ended.
+func TestAttackLivenessUnconfirmedGrant(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	prx := atkStartProxy(t, srv.Addr)
+	opts := []rlock.Option{rlock.WithLivenessKeys(), rlock.WithLivenessTTL(300 * time.Millisecond)}
+	a, c := atkClient(t, srv, opts...), atkClient(t, srv, opts...)
+	brdb := redis.NewClient(redistest.Options(prx.Addr()))
+	t.Cleanup(func() { brdb.Close() })
+	b, err := rlock.New(brdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	rdb := srv.Admin()
+	for _, kind := range []string{"lock", "write", "sem"} {
+		name := "live-" + kind
+		qkey := "baton:{" + name + "}:queue"
+		var take func(cl *rlock.Client) (context.Context, func(), error)
+		switch kind {
+		case "lock":
+			take = func(cl *rlock.Client) (context.Context, func(), error) {
+				l, err := cl.Lock(ctx, name)
+				if err != nil {
+					return nil, nil, err
+				}
+				return l.Context(), func() { l.Unlock(ctx) }, nil
+			}
+		case "write":
+			qkey = "baton:{" + name + "}:rw:queue"
+			take = func(cl *rlock.Client) (context.Context, func(), error) {
+				l, err := cl.RWLock(name).Lock(ctx)
+				if err != nil {
+					return nil, nil, err
+				}
+				return l.Context(), func() { l.Unlock(ctx) }, nil
+			}
+		case "sem":
+			qkey = "baton:{" + name + "}:sem:queue"
+			take = func(cl *rlock.Client) (context.Context, func(), error) {
+				p, err := cl.Semaphore(name, 1).Acquire(ctx, 1)
+				if err != nil {
+					return nil, nil, err
+				}
+				return p.Context(), func() { p.Release(ctx) }, nil
+			}
+		}
+		_, rel, err := take(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type got struct {
+			ctx context.Context
+			rel func()
+			at  time.Time
+		}
+		bres := make(chan got, 1)
+		go func() {
+			hctx, r, err := take(b)
+			if err != nil {
+				t.Logf("%s: B: %v", kind, err)
+			}
+			bres <- got{hctx, r, time.Now()}
+		}()
+		atkWaitLen(t, rdb, qkey, 1)
+		cres := make(chan got, 1)
+		go func() {
+			hctx, r, err := take(c)
+			if err != nil {
+				t.Error(err)
+			}
+			cres <- got{hctx, r, time.Now()}
+		}()
+		atkWaitLen(t, rdb, qkey, 2)
+		time.Sleep(60 * time.Millisecond)
+		prx.HoldRequests()
+		time.Sleep(20 * time.Millisecond)
+		rel()
+		var bg got
+		select {
+		case bg = <-bres:
+		case <-time.After(3 * time.Second):
+			prx.ReleaseRequests()
+			t.Fatalf("%s: B got nothing", kind)
+		}
+		cg := <-cres
+		if bg.ctx != nil {
+			if bg.ctx.Err() == nil {
+				t.Errorf("%s: C holds (since %v after B's grant) while B's Context is alive", kind, cg.at.Sub(bg.at))
+			} else {
+				t.Logf("%s: B's Context ended (%v) before C held (%v after B's grant)", kind, context.Cause(bg.ctx), cg.at.Sub(bg.at))
+			}
+		}
+		prx.ReleaseRequests()
+		if bg.rel != nil {
+			bg.rel()
+		}
+		cg.rel()
+	}
+}
+
+// Wire mode: "a waiter subscribes to its lock's channel, and the last waiter
+// of a lock in the process unsubscribes". After waits that end every way
+// (granted, cancelled, WaitAtMost, Close), no subscription is left on the
+// locks' channels.
+func TestAttackWireSubscriptionsLeft(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	rdb := srv.Admin()
+	a := atkClient(t, srv, rlock.WithRedissonWire(""))
+	b := atkClient(t, srv, rlock.WithRedissonWire(""))
+	cl, err := rlock.New(srv.Client(), rlock.WithRedissonWire(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"wsub1", "wsub2", "wsub3", "wsub4"}
+	var holds []*rlock.Lock
+	for _, n := range names {
+		l, err := a.Lock(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, l)
+	}
+	// wsub1: granted; wsub2: cancelled; wsub3: WaitAtMost; wsub4: Close.
+	done := make(chan error, 4)
+	go func() {
+		l, err := b.Lock(ctx, "wsub1")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		done <- err
+	}()
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	go func() { _, err := b.Lock(cctx, "wsub2"); done <- err }()
+	go func() { _, err := b.TryLock(ctx, "wsub3", rlock.WaitAtMost(200*time.Millisecond)); done <- err }()
+	go func() { _, err := cl.Lock(ctx, "wsub4"); done <- err }()
+	time.Sleep(100 * time.Millisecond)
+	holds[0].Unlock(ctx)
+	time.Sleep(200 * time.Millisecond)
+	cl.Close()
+	for range 4 {
+		t.Logf("waiter: %v", <-done)
+	}
+	for _, l := range holds[1:] {
+		l.Unlock(ctx)
+	}
+	time.Sleep(300 * time.Millisecond)
+	chans := rdb.PubSubChannels(ctx, "*").Val()
+	for _, ch := range chans {
+		if strings.Contains(ch, "wsub") {
+			t.Errorf("channel %q still subscribed (%v)", ch, rdb.PubSubNumSub(ctx, ch).Val())
+		}
 	}
 }
