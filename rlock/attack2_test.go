@@ -2123,3 +2123,51 @@ func TestAttackWireSubscriptionsLeft(t *testing.T) {
 		}
 	}
 }
+
+// Close racing a grant, the holder's side: when B's Lock returns a handle
+// while B closes, that handle's Context must have ended by the time Close
+// returns ("Close ... releases the locks this client still holds ... and
+// ends their contexts with ErrClosed"): never a live handle of a lock that
+// C can take.
+func TestAttackCloseRacingGrantHandle(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	a, c := atkClient(t, srv), atkClient(t, srv)
+	rdb := srv.Admin()
+	got := 0
+	for round := range 40 {
+		name := "closehandle"
+		b, err := rlock.New(srv.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := a.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bres := make(chan *rlock.Lock, 1)
+		go func() {
+			l, _ := b.Lock(ctx, name)
+			bres <- l
+		}()
+		atkWaitLen(t, rdb, "baton:{"+name+"}:queue", 1)
+		go l.Unlock(ctx)
+		time.Sleep(time.Duration(round%10) * 30 * time.Microsecond)
+		_ = b.Close()
+		lb := <-bres
+		if lb == nil {
+			continue
+		}
+		got++
+		if lb.Context().Err() == nil {
+			if lc, err := c.TryLock(ctx, name, rlock.WaitAtMost(time.Second)); err == nil {
+				lc.Unlock(ctx)
+				t.Errorf("round %d: B's handle alive after Close while C took the lock", round)
+			} else {
+				t.Errorf("round %d: B's handle alive after Close (C could not take it: %v)", round, err)
+			}
+		}
+		lb.Unlock(ctx)
+	}
+	t.Logf("B got a handle in %d of 40 rounds", got)
+}
