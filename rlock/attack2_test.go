@@ -2171,3 +2171,62 @@ func TestAttackCloseRacingGrantHandle(t *testing.T) {
 	}
 	t.Logf("B got a handle in %d of 40 rounds", got)
 }
+
+// A shared owner's late write grant, with D taking a read inside owner X's
+// write meanwhile ("a read inside a write is granted at once"; after the
+// write ends the read stays): the late grant's give-back ends the write
+// only, and E's write must not get in beside D's read.
+func TestAttackSharedOwnerLateGrantWriteThenRead(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	prx := atkStartProxy(t, srv.Addr)
+	a, d, e := atkClient(t, srv), atkClient(t, srv), atkClient(t, srv)
+	brdb := redis.NewClient(redistest.Options(prx.Addr()))
+	t.Cleanup(func() { brdb.Close() })
+	b, err := rlock.New(brdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	const name = "sharedlatewr"
+	rdb := srv.Admin()
+	l, err := a.RWLock(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	octx := rlock.WithOwner(ctx, "X")
+	wctx, cancel := context.WithTimeout(octx, 3*time.Second)
+	defer cancel()
+	w1 := make(chan *rlock.Lock, 1)
+	go func() {
+		l, err := b.RWLock(name).Lock(wctx, rlock.WithLease(300*time.Millisecond))
+		t.Logf("W1: %v", err)
+		w1 <- l
+	}()
+	atkWaitLen(t, rdb, "baton:{"+name+"}:rw:queue", 1)
+	time.Sleep(50 * time.Millisecond)
+	prx.Hold()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ld, err := d.RWLock(name).TryRLock(octx)
+	if err != nil {
+		t.Fatalf("owner X re-entry on D after W1's grant: %v", err)
+	}
+	defer ld.Unlock(ctx)
+	time.Sleep(700 * time.Millisecond)
+	prx.Release()
+	l1 := <-w1
+	if l1 != nil {
+		st, _ := a.RWLock(name).Inspect(ctx)
+		t.Logf("W1 returned a handle (token %d, D's %d); state %+v", l1.Token(), ld.Token(), st)
+		time.Sleep(100 * time.Millisecond)
+		t.Logf("W1 unlock: %v", l1.Unlock(ctx))
+	}
+	st, _ := a.RWLock(name).Inspect(ctx)
+	t.Logf("after W1: %+v", st)
+	if le, err := e.RWLock(name).TryLock(ctx, rlock.WaitAtMost(500*time.Millisecond)); err == nil {
+		le.Unlock(ctx)
+		t.Errorf("E got the lock while D's hold of owner X is alive (%v)", ld.Context().Err())
+	}
+}
