@@ -114,6 +114,9 @@ func freePort(tb testing.TB) int {
 // automatically at the end of the test.
 func (s *Server) Stop() { s.proc.Stop() }
 
+// Running reports whether the server process runs: false after Stop.
+func (s *Server) Running() bool { return s.proc.Pid() != 0 }
+
 // Restart kills the server and starts a fresh one on the same port, with an
 // empty dataset: a crash without persistence.
 func (s *Server) Restart() {
