@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/batonlock/baton/bench/relay"
 )
@@ -74,7 +75,7 @@ func StartReplicationRelay(tb testing.TB, master *Server) *ReplicationRelay {
 func StartLaggingReplica(tb testing.TB, master *Server) (*Server, *ReplicationRelay) {
 	tb.Helper()
 	r := StartReplicationRelay(tb, master)
-	return startReplica(tb, r.Port, "--bind-source-addr", replicaSourceIP), r
+	return startReplica(tb, master, r.Port, "--bind-source-addr", replicaSourceIP), r
 }
 
 // Hold stops forwarding the master's replication stream to the replica;
@@ -194,11 +195,18 @@ func pipe(dst, src net.Conn) {
 	_ = src.Close()
 }
 
-// startReplica starts a replica of the server on masterPort with extra
-// args, and returns once it has synced.
-func startReplica(tb testing.TB, masterPort int, args ...string) *Server {
+// startReplica starts a replica of master, reached on port (master's own,
+// or a relay's), with extra args, and returns once it has synced. The
+// master sends its first sync at once rather than after the default 5s
+// wait for more replicas (repl-diskless-sync-delay).
+func startReplica(tb testing.TB, master *Server, port int, args ...string) *Server {
 	tb.Helper()
-	replica := Start(tb, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(masterPort)}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := master.Admin().ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+		tb.Fatalf("redistest: CONFIG SET on the master: %v", err)
+	}
+	replica := Start(tb, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(port)}, args...)...)
 	admin := replica.Admin()
 	await(tb, func(ctx context.Context) bool {
 		info, err := admin.Info(ctx, "replication").Result()

@@ -10,17 +10,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+type lagging struct {
+	master, replica *Server
+	relay           *ReplicationRelay
+}
+
+// startLagging starts a master and a lagging replica, and writes "before",
+// which the unheld stream brings to the replica, which acknowledges it.
+func startLagging(t *testing.T) (context.Context, lagging) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	l := lagging{master: Start(t)}
+	l.replica, l.relay = StartLaggingReplica(t, l.master)
+	m := l.master.Admin()
+	require.NoError(t, m.Set(ctx, "before", 1, 0).Err())
+	require.EqualValues(t, 1, m.Wait(ctx, 1, 5*time.Second).Val(), "an unheld stream is acknowledged")
+	return ctx, l
+}
+
 // While the relay holds, the replica receives nothing, so it acknowledges
 // nothing and WAIT does not count it; Release delivers what was held, in
 // order, and WAIT counts it again.
 func TestReplicationRelayHoldsAndReleases(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	master := Start(t)
-	replica, r := StartLaggingReplica(t, master)
-	m, rep := master.Admin(), replica.Admin()
-	require.NoError(t, m.Set(ctx, "before", 1, 0).Err())
-	require.EqualValues(t, 1, m.Wait(ctx, 1, 5*time.Second).Val(), "an unheld stream is acknowledged")
+	ctx, l := startLagging(t)
+	r, m, rep := l.relay, l.master.Admin(), l.replica.Admin()
 
 	r.Hold()
 	require.NoError(t, m.Set(ctx, "held", 1, 0).Err())
@@ -28,7 +41,7 @@ func TestReplicationRelayHoldsAndReleases(t *testing.T) {
 	require.Positive(t, r.Held())
 	require.ErrorIs(t, rep.Get(ctx, "held").Err(), redis.Nil)
 	info := m.Info(ctx, "replication").Val()
-	require.Contains(t, info, "slave0:ip=127.0.0.1,port="+strconv.Itoa(replica.Port), "the master names the replica, not the relay")
+	require.Contains(t, info, "slave0:ip=127.0.0.1,port="+strconv.Itoa(l.replica.Port), "the master names the replica, not the relay")
 
 	r.Release()
 	require.EqualValues(t, 1, m.Wait(ctx, 1, 5*time.Second).Val(), "released writes are acknowledged")
@@ -39,16 +52,11 @@ func TestReplicationRelayHoldsAndReleases(t *testing.T) {
 // Drop after the master's death loses what the relay held: the replica,
 // promoted, lacks the held write. This is the lag a failover can lose.
 func TestReplicationRelayDropLosesWhatItHeld(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	master := Start(t)
-	replica, r := StartLaggingReplica(t, master)
-	m, rep := master.Admin(), replica.Admin()
-	require.NoError(t, m.Set(ctx, "before", 1, 0).Err())
-	require.EqualValues(t, 1, m.Wait(ctx, 1, 5*time.Second).Val())
+	ctx, l := startLagging(t)
+	r, m, rep := l.relay, l.master.Admin(), l.replica.Admin()
 	r.Hold()
 	require.NoError(t, m.Set(ctx, "held", 1, 0).Err())
-	master.Stop()
+	l.master.Stop()
 	r.Drop()
 	require.NoError(t, rep.ReplicaOf(ctx, "NO", "ONE").Err())
 	require.Equal(t, "1", rep.Get(ctx, "before").Val())

@@ -8,6 +8,12 @@
 // package fails at once, naming the install command: a real-server test
 // never passes by being skipped. Under go test -short every test that needs
 // a server is skipped, installed or not, and only the rest run.
+//
+// Besides single servers it starts replicas (StartReplica), lagging replicas
+// whose replication stream a ReplicationRelay can hold, release or drop
+// (StartLaggingReplica: the lag a failover can lose, which SIGSTOP cannot
+// make, as the kernel keeps buffering the stream), Sentinel deployments
+// (StartSentinel, WithLaggingReplica) and clusters (StartCluster).
 package redistest
 
 import (

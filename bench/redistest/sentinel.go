@@ -207,7 +207,7 @@ func (s *Sentinel) follow(ctx context.Context, demoted *Server) {
 // with it: what master held before the call is on the replica too.
 func StartReplica(tb testing.TB, master *Server) *Server {
 	tb.Helper()
-	return startReplica(tb, master.Port)
+	return startReplica(tb, master, master.Port)
 }
 
 // await polls cond for up to 10 seconds, or fails tb with what.
