@@ -85,10 +85,29 @@
 // in one pipeline per batch, one script call per slot; it stops before the release of the last such
 // handle is sent, so a hold being given up is never renewed again.
 //
+// Checking after a reconnect. When a pub/sub connection of the client is
+// confirmed again after it dropped (or its channels moved to another
+// master), Redis was away and may be back without its data: a restart
+// without persistence, a failover to a replica that lacked the holds. A
+// waiter of another client may take a lock this client holds as soon as
+// its own connection is back, so the client checks every hold at that
+// moment rather than at its next renewal, a third of the lease away: the
+// watchdog renews all its leases at once, and the holds it does not renew
+// (WithLease) are checked by a renewal for 1 ms, which never shortens a
+// lease. A hold Redis no longer has is cut off with ErrLockLost, about one
+// round trip after the reconnect (plus the difference between the two
+// clients' reconnect backoffs, at most notify's 1 s): a window that cannot
+// be zero, since the other client's look and this check race, which is
+// what fencing tokens are for. So that a client that only holds has a
+// connection to see this on, its first hold keeps its grant line
+// subscribed, where one line serves every lock (a single node, Sentinel,
+// PUBLISH on a cluster); with SPUBLISH or Redisson's format, it sees a
+// reconnect only while it has a waiter.
+//
 // Ending. A hold ends once: released, when its last handle's release is
 // confirmed; or cut off, when it is lost (its validity passed while a handle
-// was still live, or a renewal, a re-entry, an Unlock or a ForceUnlock found
-// it not held) or its client closes. Every Context of the hold has ended
+// was still live, or a renewal, a check after a reconnect, a re-entry, an
+// Unlock or a ForceUnlock found it not held) or its client closes. Every Context of the hold has ended
 // before the end can be seen, and a loss is reported once, after that.
 //
 // Failing. A script call whose reply was lost may have run. An acquire

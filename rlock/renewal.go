@@ -65,6 +65,14 @@ func (r *renewal) drop() {
 	}
 }
 
+// active reports whether the watchdog renews the hold: a live handle was
+// taken without WithLease.
+func (r *renewal) active() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watched > 0 && !r.stopped
+}
+
 // stop ends the registration for good, for a hold that has ended.
 func (r *renewal) stop() {
 	r.mu.Lock()
@@ -93,8 +101,14 @@ func (h *hold) watchLost(cause error) {
 // valid on a cluster, at the cost of a few calls more in one round trip. A
 // hold no longer held is watchdog.ErrNotHeld, the watchdog's word for it.
 func (c *Client) renew(ctx context.Context, batch []*hold) []error {
+	return c.renewFor(ctx, batch, c.cfg.watchdogLease)
+}
+
+// renewFor is renew with lease. The scripts never shorten a lease, so a
+// lease of 1 ms only checks that Redis still keeps each hold.
+func (c *Client) renewFor(ctx context.Context, batch []*hold, lease time.Duration) []error {
 	if c.wire != nil {
-		return c.wire.renew(ctx, c, batch)
+		return c.wire.renew(ctx, c, batch, lease)
 	}
 	groups := renewGroups(batch, true)
 	renewals := make([][]reentrant.Renewal, len(groups))
@@ -104,7 +118,7 @@ func (c *Client) renew(ctx context.Context, batch []*hold) []error {
 			renewals[g][j] = batch[i].res.(batonResource).renewal(batch[i].owner, batch[i].id)
 		}
 	}
-	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
+	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, renewals, lease)
 	errs := make([]error, len(batch))
 	for g, idx := range groups {
 		recordRenewals(batch, idx, renewed[g], groupErrs[g], errs)
