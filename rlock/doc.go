@@ -98,11 +98,12 @@
 // round trip after the reconnect (plus the difference between the two
 // clients' reconnect backoffs, at most notify's 1 s): a window that cannot
 // be zero, since the other client's look and this check race, which is
-// what fencing tokens are for. So that a client that only holds has a
-// connection to see this on, its first hold keeps its grant line
-// subscribed, where one line serves every lock (a single node, Sentinel,
-// PUBLISH on a cluster); with SPUBLISH or Redisson's format, it sees a
-// reconnect only while it has a waiter.
+// what fencing tokens are for. The client sees the reconnect on its
+// pub/sub connection: where one grant line serves every lock (a single
+// node, Sentinel, PUBLISH on a cluster) from the client's first wait on,
+// and otherwise (SPUBLISH, Redisson's format) while it has a waiter. A
+// client with no subscription (one that never waited) finds a loss at its
+// next renewal, or at its lease's end for a hold WithLease.
 //
 // Ending. A hold ends once: released, when its last handle's release is
 // confirmed; or cut off, when it is lost (its validity passed while a handle

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/batonlock/baton/notify"
 	"github.com/batonlock/baton/reentrant"
@@ -20,9 +19,6 @@ type grantLine struct {
 	// reader reads the messages that arrive, each decoded once for all
 	// the waiters it grants.
 	reader reentrant.GrantReader
-
-	// watching is set once a hold had the line kept (see watchRestarts).
-	watching atomic.Bool
 
 	mu   sync.Mutex           // guards kept
 	kept *notify.Subscription // the lifetime reference, once made

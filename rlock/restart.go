@@ -23,6 +23,8 @@ const checkLease = time.Millisecond
 // lease it watches at once, and the holds it does not watch (taken
 // WithLease) are checked by a renewal for checkLease. A hold not kept is
 // cut off with ErrLockLost, one round trip after the connection came back.
+// A client with no subscription has no connection to see this on (see
+// the package doc).
 func (c *Client) checkHolds() {
 	c.wd.RenewNow()
 	fixed := c.table.holdsOf(func(h *hold) bool { return !h.renewal.active() })
@@ -38,21 +40,5 @@ func (c *Client) checkHolds() {
 				h.cutOff(h.lost("a check after Redis came back found it not held"))
 			}
 		}
-	})
-}
-
-// watchRestarts keeps the grant line subscribed from the first hold of
-// res's kind on, in the background, where one line serves every lock: its
-// connection is how the client sees Redis go away and come back (see
-// checkHolds) while it holds without waiting. A client whose grant line is
-// per lock (SPUBLISH) or that uses Redisson's format sees it only while it
-// has a waiter; its holds are checked at their next renewal otherwise.
-func (c *Client) watchRestarts(res resource) {
-	if c.grants.perLock || c.wire != nil || c.grants.watching.Load() || !c.grants.watching.CompareAndSwap(false, true) {
-		return
-	}
-	channel := res.waiter("", c.id).Channel
-	c.background.run(closeTimeout, func(ctx context.Context) {
-		_ = c.grants.keep(ctx, c.hub, channel) // refused: a later wait subscribes it
 	})
 }

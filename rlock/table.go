@@ -103,7 +103,6 @@ func (c *Client) adopt(a *attempt, g holdGrant, sent time.Time, lease time.Durat
 			t.holds[key] = h
 		}
 		t.mu.Unlock()
-		c.watchRestarts(a.res)
 		if stale != nil {
 			// The owner holds the lock under a newer ID, so the old
 			// hold ended in Redis unnoticed.
