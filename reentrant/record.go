@@ -49,7 +49,7 @@ type Waiter struct {
 // they hold. The same call always writes the same record, which is how it
 // finds itself in the queue (LPOS) and leaves it (LREM).
 //
-// A waiter of a multi-holder resource (a read-write lock, a semaphore:
+// A waiter of a shared resource (a read-write lock, a semaphore:
 // SharedKeys) has the same record behind two more fields, written by
 // sharedRecord and read by parseSharedWaiter:
 //
@@ -67,7 +67,7 @@ func (w Waiter) record(owner string, leaseMs, aliveMs int64, shared bool) string
 		len(w.Channel), len(w.Alive), w.Channel, w.Alive, owner)
 }
 
-// sharedRecord is w's record in the queue of a multi-holder resource, for
+// sharedRecord is w's record in the queue of a shared resource, for
 // owner asking for weight in mode: record's, behind the mode and the weight
 // (see record for the format).
 func (w Waiter) sharedRecord(mode Mode, weight int64, owner string, leaseMs, aliveMs int64, shared bool) string {

@@ -9,25 +9,25 @@ import (
 )
 
 // renewScript runs lua/renew_batch.lua: it renews any list of holds, of
-// plain locks and of multi-holder resources, with the renewal of each
+// plain locks and of shared resources, with the renewal of each
 // kind written once (renew.lua, shared_renew.lua).
 var renewScript = newScript(luaFiles("master.lua", "token.lua", "shared.lua", "renew.lua", "shared_renew.lua", "renew_batch.lua")...)
 
 // Renewal names one owner's hold on one lock under its token, for
-// RenewAll; or, made by Share.Renewal, a hold of a multi-holder resource
+// RenewAll; or, made by SharedMode.Renewal, a hold of a shared resource
 // under its hold ID, in Token (Keys is then unused).
 type Renewal struct {
 	Keys  Keys
 	Owner string
 	Token uint64
 
-	share *Share // the hold's share, for a multi-holder resource's hold
+	mode *SharedMode // the hold's mode, for a shared resource's hold
 }
 
 // appendTo adds r's keys and arguments to those of a renewal script call
 // (see renew_batch.lua).
 func (r Renewal) appendTo(keys []string, args []any) ([]string, []any) {
-	if s := r.share; s != nil {
+	if s := r.mode; s != nil {
 		keys = append(keys, s.keys.Hash, s.keys.Leases)
 		if s.keys.Size != "" {
 			keys = append(keys, s.keys.Size)
@@ -39,7 +39,7 @@ func (r Renewal) appendTo(keys []string, args []any) ([]string, []any) {
 
 // name names r's lock or resource in errors.
 func (r Renewal) name() string {
-	if s := r.share; s != nil {
+	if s := r.mode; s != nil {
 		return fmt.Sprintf("%s %q", s.keys.Kind, s.keys.Name)
 	}
 	return fmt.Sprintf("%q", r.Keys.Name)
@@ -55,7 +55,7 @@ func renewCall(group []Renewal, ms int64) ([]string, []any) {
 	return keys, append(args, ms)
 }
 
-// RenewAll renews each hold of groups as Renew (or Share.Renew) does,
+// RenewAll renews each hold of groups as Renew (or SharedMode.Renew) does,
 // whatever their kinds: one script call for each group, all in one
 // pipeline, so one round trip on a single node and one per node on a
 // cluster (go-redis splits cluster pipelines by node).
@@ -148,7 +148,7 @@ func renewReply(cmd *redis.Cmd, group []Renewal) ([]bool, error) {
 }
 
 // renew runs the renewal script for r alone, for Keys.Renew and
-// Share.Renew.
+// SharedMode.Renew.
 func (r Renewal) renew(ctx context.Context, rdb redis.Scripter, lease time.Duration) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// familyMember is one kind of the lock family as the cluster tests and the
+// familyMember is one of the lock, the RW lock and the semaphore as the cluster tests and the
 // multi-process checker (runFamily) drive it, so that each test runs for
 // every kind. Its holds weigh 1 to size: a
 // hold of weight size is exclusive; a member whose size is above 1 has
@@ -153,7 +153,7 @@ var semMember = familyMember{
 	order: []int64{2, 3, 1, 1, semSize, 1, 2},
 }
 
-// sharedKeyNames are the keys of the multi-holder resource of kind called
+// sharedKeyNames are the keys of the shared resource of kind called
 // name, in familyMember.keys's order.
 func sharedKeyNames(t *testing.T, c *Client, kind reentrant.Kind, name string) []string {
 	t.Helper()

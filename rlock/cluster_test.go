@@ -15,8 +15,8 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// TestOnCluster runs the lock family (the plain lock, the RW lock, the
-// semaphore) against a real three-master Redis Cluster. The subtests share
+// TestOnCluster runs the lock, the RW lock and the semaphore
+// against a real three-master Redis Cluster. The subtests share
 // one cluster, because creating one takes seconds; some move slots, so
 // every subtest looks up who serves its slots.
 func TestOnCluster(t *testing.T) {

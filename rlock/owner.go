@@ -29,7 +29,7 @@ import (
 type ownerRule struct {
 	// insideWrite, for an RW lock's read, is the RW lock's write face: a
 	// write handle of it in ctx gives the owner.
-	insideWrite *shareFace
+	insideWrite *sharedMode
 	// ownOnly: the call always acts as an owner made for it (a
 	// semaphore's Acquire); WithOwner is refused.
 	ownOnly bool

@@ -13,8 +13,8 @@ import (
 // attempt, its waiter loop, a hold and the watchdog's batch) and the
 // resource held in Redis: what its scripts are, and how a hold on it is
 // told from the holds on every other resource. The plain lock (plainLock),
-// the read-write lock's faces and the semaphore's permits (shareFace) plug
-// in here (see "Where the family plugs in" in doc.go).
+// the read-write lock's faces and the semaphore's permits (sharedMode) plug
+// in here (see "Where the RW lock and the semaphore plug in" in doc.go).
 // Every method but id, name, waiter, aliveTTL and subscribe is one script
 // call. Two formats implement it: baton's own (plainLock) and Redisson's
 // (wireLock, wire.go).
@@ -94,7 +94,7 @@ func (c *Client) grantResource(g reentrant.Grant) (batonResource, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := c.shareFace(k.Granted(g))
+	f, err := c.sharedMode(k.Granted(g))
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +170,8 @@ func subscribeForGrants(ctx context.Context, c *Client, res resource, always boo
 }
 
 // scriptSet is the script calls of a resource in baton's own format, the
-// same for every kind: reentrant.Keys (a plain lock) and reentrant.Share (a
-// face of a multi-holder resource) have them.
+// same for every kind: reentrant.Keys (a plain lock) and reentrant.SharedMode (a
+// face of a shared resource) have them.
 type scriptSet interface {
 	Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64, w reentrant.Waiter) (reentrant.AcquireResult, error)
 	AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration, w reentrant.Waiter) (reentrant.AcquireResult, error)
@@ -182,7 +182,7 @@ type scriptSet interface {
 
 // batonScripts are the script calls of the resource interface (acquire,
 // release, leave, renew) for a resource in baton's own format, written
-// once for every kind: plainLock and shareFace embed them.
+// once for every kind: plainLock and sharedMode embed them.
 type batonScripts struct {
 	scripts scriptSet
 	rdb     redis.Scripter

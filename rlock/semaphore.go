@@ -87,9 +87,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...LockOption)
 }
 
 // obtain is Acquire (blocking) and TryAcquire: an attempt, as for a lock,
-// on the face of n permits, always under an owner of its own.
+// in the mode of n permits, always under an owner of its own.
 func (s *Semaphore) obtain(ctx context.Context, n int64, opts []LockOption, blocking bool) (*Permit, error) {
-	a, err := s.c.prepare(ctx, opts, ownerRule{ownOnly: true}, func(time.Duration) (resource, error) { return s.face(n) })
+	a, err := s.c.prepare(ctx, opts, ownerRule{ownOnly: true}, func(time.Duration) (resource, error) { return s.permits(n) })
 	if err != nil {
 		return nil, err
 	}
@@ -97,16 +97,16 @@ func (s *Semaphore) obtain(ctx context.Context, n int64, opts []LockOption, bloc
 	return (*Permit)(l), lower(err)
 }
 
-// face is the face of n permits, or why a call for them is refused before
+// permits is the mode of n permits, or why a call for them is refused before
 // any Redis call.
-func (s *Semaphore) face(n int64) (resource, error) {
+func (s *Semaphore) permits(n int64) (resource, error) {
 	switch {
 	case s.err != nil:
 		return nil, s.err
 	case n < 1 || n > s.keys.SizeGiven():
 		return nil, fmt.Errorf("%w: %d permits of semaphore %q, the range is 1 to %d", ErrInvalidOption, n, s.keys.Name, s.keys.SizeGiven())
 	}
-	f, err := s.c.shareFace(s.keys.Permits(n)) // lowers err
+	f, err := s.c.sharedMode(s.keys.Permits(n)) // lowers err
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (p *Permit) Owner() string { return (*Lock)(p).Owner() }
 func (p *Permit) Token() uint64 { return (*Lock)(p).Token() }
 
 // Count is the number of permits this handle holds.
-func (p *Permit) Count() int64 { return p.hold.res.(*shareFace).share.Weight() }
+func (p *Permit) Count() int64 { return p.hold.res.(*sharedMode).mode.Weight() }
 
 // Context carries this Permit (PermitFromContext finds it) and the values
 // of the ctx given to Acquire, and ends only with the Permit, with

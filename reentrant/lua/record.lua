@@ -24,7 +24,7 @@ local function parseWaiter(rec, init)
   return w
 end
 
--- parseSharedWaiter reads a queue record of a multi-holder resource: the
+-- parseSharedWaiter reads a queue record of a shared resource: the
 -- mode and the weight, then a record parseWaiter reads. It returns
 -- parseWaiter's table with m (the mode: 'r', 'w' or 'p') and n (the
 -- weight, a number) added; or nil for anything else.

@@ -1,6 +1,6 @@
--- Library (see script.go): the grant of a multi-holder resource, shared by
+-- Library (see script.go): the grant of a shared resource, shared by
 -- every script that can free some of its size. The protocol is the package
--- doc's (Multi-holder resources); what the code must keep:
+-- doc's (Shared resources); what the code must keep:
 --   - fits is the one rule: a waiter fits when used + its weight <= size;
 --     a waiter whose owner already holds in its mode joins that hold (a
 --     re-entry takes no weight), except for permits, which are never
