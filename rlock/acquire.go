@@ -49,7 +49,7 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	return a.run(blocking)
 }
 
-// prepare is the attempt of a call with ctx and opts on the resource face
+// prepare is the attempt of a call with ctx and opts on the resource mode
 // res gives for the call's lease (wire mode's lock needs it), its owner
 // chosen by rule, or the error that ends the call first: ErrClosed, then
 // an option's, then res's, then the owner's.

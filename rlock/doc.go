@@ -142,34 +142,34 @@ package rlock
 // validity, renewal registration, handles, turns and end (hold.go and the
 // files it names), the holds table (table.go), and the handle core
 // (handle.go, context.go: Context with its validity-checking Err, token,
-// owner, unlock; a Permit's handle is told from a Lock's by its face).
+// owner, unlock; a Permit's handle is told from a Lock's by its mode).
 //
 // Each plugs in at one seam, the unexported resource interface
 // (resource.go), implemented by plainLock over reentrant.Keys and by
-// sharedMode (shared_resource.go) over reentrant.SharedMode for every face of a
-// shared resource: the RW lock's read and write faces, and the
+// sharedMode (shared_resource.go) over reentrant.SharedMode for every mode of a
+// shared resource: the RW lock's read and write modes, and the
 // semaphore's permits (one sharedMode per count asked for, all with one
 // identity); both run their scripts through batonScripts, written once
 // over what reentrant.Keys and reentrant.SharedMode both offer. It names the
-// face's scripts (acquire, as a waiter too;
+// mode's scripts (acquire, as a waiter too;
 // release; leave; renew; and its renewal for the watchdog's batch, which
 // renews holds of every kind of one slot in one script call) and its identity: its Redis
-// key and face (resourceID). The holds table and the handles a ctx carries
+// key and mode (resourceID). The holds table and the handles a ctx carries
 // are keyed by that identity, so c.Lock(r.Context(), "orders") never
 // re-enters an RW read handle of "orders", and rw.Lock can find a read
 // handle of its own RW lock in its ctx.
 //
-// RWLock (rwlock.go) adds its two faces; ErrUpgrade, for rw.Lock whose ctx
+// RWLock (rwlock.go) adds its two modes; ErrUpgrade, for rw.Lock whose ctx
 // carries a read handle and no write handle of the same RW lock (found by
 // identity, as handleIn finds a handle); a read granted at once inside a
 // write hold, and kept after the write's Unlock with its Context
 // (downgrade); DoRead and Do
-// as Client.Do. Semaphore (semaphore.go) adds its face, whose acquire
+// as Client.Do. Semaphore (semaphore.go) adds its mode, whose acquire
 // carries the permit count, and which always runs under an owner of its
 // own (permits are counted, not re-entered: a Permit's Context in ctx is
 // no owner, WithOwner is refused); Permit, a handle as Lock is (it wraps
 // the handle core: Context, Token, Release as the handle's unlock, no
-// second copy), whose Count is its face's; SetMax, Inspect and
+// second copy), whose Count is its mode's; SetMax, Inspect and
 // ForceRelease, the last shared with RWLock.ForceUnlock
 // (forceReleaseShared). The Redis side they need (keys under the lock's
 // hash tag, the size key, request replay, the grant and record formats,

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// hold is one owner's hold on one resource face, within one Client (see
+// hold is one owner's hold on one resource mode, within one Client (see
 // the glossary in doc.go); every handle of it is a thin view of it. A hold
 // starts with the acquire that took or first re-entered the resource here,
 // and ends once (end.go): when its last handle has unlocked, or when it is

@@ -10,7 +10,7 @@ import (
 // The owner policy: who a call acts as. Every rule of it is in this file.
 //
 // A call acts as one owner, and its hold is that owner's hold. For a call
-// on resource face res with ctx, the owner is, first that applies:
+// on resource mode res with ctx, the owner is, first that applies:
 //   - that of the handle of res from this Client that ctx carries: the
 //     call re-enters through it (callOwner.via);
 //   - for an RW lock's read, that of a write handle of the same RW lock
@@ -27,7 +27,7 @@ import (
 // policy; its zero value is the plain lock's, which an RW lock's write
 // follows too.
 type ownerRule struct {
-	// insideWrite, for an RW lock's read, is the RW lock's write face: a
+	// insideWrite, for an RW lock's read, is the RW lock's write mode: a
 	// write handle of it in ctx gives the owner.
 	insideWrite *sharedMode
 	// ownOnly: the call always acts as an owner made for it (a

@@ -104,7 +104,7 @@ func (rw *RWLock) Do(ctx context.Context, fn func(ctx context.Context) error, op
 	return runHeld(ctx, l, fn)
 }
 
-// obtain is RLock and Lock (blocking), TryRLock and TryLock, on face f.
+// obtain is RLock and Lock (blocking), TryRLock and TryLock, in mode f.
 // The owner (owner.go) is that of the handle of f in ctx (a re-entry), else that of a
 // write handle of this lock in ctx (a read inside the write), else as for
 // a plain lock. A write whose ctx carries a read handle and no write

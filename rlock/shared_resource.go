@@ -16,7 +16,6 @@ import (
 type sharedMode struct {
 	batonScripts
 	mode reentrant.SharedMode
-	face string
 }
 
 // sharedKeys are the keys of the resource of kind called name, or say why
@@ -26,23 +25,16 @@ func (c *Client) sharedKeys(kind reentrant.Kind, name string) (reentrant.SharedK
 	return k, lower(err)
 }
 
-// faces names the face of each mode, for resourceID.
-var faces = map[reentrant.Mode]string{
-	reentrant.ModeRead:    readFace,
-	reentrant.ModeWrite:   writeFace,
-	reentrant.ModePermits: permitsFace,
-}
-
 // sharedMode is the resource of mode s, as SharedKeys' Read, Write, Permits or
 // Granted returns it with err; it passes err on. It sends nothing.
 func (c *Client) sharedMode(s reentrant.SharedMode, err error) (*sharedMode, error) {
 	if err != nil {
 		return nil, lower(err)
 	}
-	return &sharedMode{batonScripts: batonScripts{scripts: s, rdb: c.rdb}, mode: s, face: faces[s.Mode()]}, nil
+	return &sharedMode{batonScripts: batonScripts{scripts: s, rdb: c.rdb}, mode: s}, nil
 }
 
-func (f *sharedMode) id() resourceID { return resourceID{key: f.mode.Keys().Hash, face: f.face} }
+func (f *sharedMode) id() resourceID { return resourceID{key: f.mode.Keys().Hash, mode: f.mode.Mode()} }
 
 func (f *sharedMode) name() string { return f.mode.Keys().Name }
 
@@ -73,7 +65,7 @@ func (f *sharedMode) handBack(ctx context.Context, owner string, g holdGrant, _ 
 }
 
 // forceReleaseShared ends every hold of the shared resource k (every
-// face of it), whoever holds it, and grants what then fits of its queue;
+// mode of it), whoever holds it, and grants what then fits of its queue;
 // it reports how many holds it ended. This Client's holds of k that have
 // ended by the time its script ran are lost, their Contexts ending with
 // ErrLockLost: those in its table before the call (they were granted

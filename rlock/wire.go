@@ -109,7 +109,7 @@ type wireLock struct {
 	background *cleanups
 }
 
-func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash, face: lockFace} }
+func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash} }
 
 func (w *wireLock) name() string { return w.userName }
 
