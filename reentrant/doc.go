@@ -209,7 +209,7 @@
 // lua/shared.lua: one command, only in the scripts that write a deadline);
 // a deadline is at most one lease ahead, so the size outlives every hold's
 // deadline and the queue's expiry, each by its own lease at least. SetSize keeps it for two of
-// the lease it is given (rlock's SetMax: the watchdog lease), and never
+// the lease it is given (rlock's SetSize: the watchdog lease), and never
 // shortens what holds and waiters kept. Once the semaphore is idle past
 // that, it is new: the next call stores its handle's size.
 //

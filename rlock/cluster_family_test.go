@@ -214,7 +214,7 @@ func testFamilySingleSlot(t *testing.T, cl *redistest.Cluster, m familyMember, p
 // clients: two SPUBLISHes on the name's shard, no PUBLISH): all k hold
 // before any gives its hold up, and the release had granted them all
 // before it returned. With raise, the holder keeps its hold and raise
-// admits them instead (a semaphore's SetMax), as at once.
+// admits them instead (a semaphore's SetSize), as at once.
 func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember, raise func(context.Context, *Client, string, int64) error) {
 	ctx := testCtx(t)
 	home := cl.Nodes[1]
@@ -261,9 +261,9 @@ func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember, raise f
 	requireOnlyFence(t, home.Admin(), name)
 }
 
-// setMax raises name's size to n, as testBatchGrant's raise.
-func setMax(ctx context.Context, c *Client, name string, n int64) error {
-	return c.Semaphore(name, semSize).SetMax(ctx, n)
+// setSize raises name's size to n, as testBatchGrant's raise.
+func setSize(ctx context.Context, c *Client, name string, n int64) error {
+	return c.Semaphore(name, semSize).SetSize(ctx, n)
 }
 
 // aclUser makes user, with ACLClusterRules, on every node, and returns the

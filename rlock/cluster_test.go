@@ -43,7 +43,7 @@ func TestOnCluster(t *testing.T) {
 			testOrderAcrossSlotMigration(t, cl, m, aclUser(t, cl, m.kind+"cluster"))
 		})
 	}
-	t.Run("SetMaxGrantsAtOnce", func(t *testing.T) { testBatchGrant(t, cl, semMember, setMax) })
+	t.Run("SetSizeGrantsAtOnce", func(t *testing.T) { testBatchGrant(t, cl, semMember, setSize) })
 }
 
 // clusterClient is a Client on a cluster connection pool of its own, like a

@@ -169,7 +169,7 @@ package rlock
 // own (permits are counted, not re-entered: a Permit's Context in ctx is
 // no owner, WithOwner is refused); Permit, a handle as Lock is (it wraps
 // the handle core: Context, Token, Release as the handle's unlock, no
-// second copy), whose Count is its mode's; SetMax, Inspect and
+// second copy), whose Count is its mode's; SetSize, Inspect and
 // ForceRelease, the last shared with RWLock.ForceUnlock
 // (forceReleaseShared). The Redis side they need (keys under the lock's
 // hash tag, the size key, request replay, the grant and record formats,
