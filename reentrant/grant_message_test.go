@@ -119,13 +119,13 @@ func TestParseSharedGrants(t *testing.T) {
 	require.Equal(t, gs[1], g)
 	k, err := Namespace{Prefix: "app:"}.SharedKeys(KindSemaphore, "pool")
 	require.NoError(t, err)
-	mode, err := k.Granted(g)
+	mode, err := k.ModeOf(g)
 	require.NoError(t, err)
 	require.Equal(t, ModePermits, mode.Mode())
 	require.EqualValues(t, 3, mode.Weight())
 	other, err := Namespace{}.SharedKeys(KindRW, "pool")
 	require.NoError(t, err)
-	_, err = other.Granted(g)
+	_, err = other.ModeOf(g)
 	require.ErrorIs(t, err, ErrInvalidKind)
 
 	for _, bad := range []string{
@@ -219,7 +219,7 @@ func TestSharedGrantsCarryInvalidUTF8Losslessly(t *testing.T) {
 	require.Len(t, gs, 1)
 	require.Equal(t, name, gs[0].Lock)
 	require.Equal(t, owner, gs[0].Owner)
-	mode, err := k.Granted(gs[0])
+	mode, err := k.ModeOf(gs[0])
 	require.NoError(t, err, "the grant names the resource it came from")
 	require.Equal(t, ModeRead, mode.Mode())
 }

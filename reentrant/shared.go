@@ -182,9 +182,9 @@ func (k SharedKeys) Permits(n int64) (SharedMode, error) {
 	return k.mode(KindSemaphore, ModePermits, n)
 }
 
-// Granted is the mode grant g was a grant of, on k: what a client
+// ModeOf is the mode grant g was a grant of, on k: what a client
 // releases when a grant reaches it for a waiter that has gone.
-func (k SharedKeys) Granted(g Grant) (SharedMode, error) {
+func (k SharedKeys) ModeOf(g Grant) (SharedMode, error) {
 	if g.Kind != k.Kind || g.Lock != k.Name {
 		return SharedMode{}, fmt.Errorf("%w: a grant of %s %q is not one of %s %q", ErrInvalidKind, g.Kind, g.Lock, k.Kind, k.Name)
 	}

@@ -86,7 +86,7 @@ func (c *Client) grantResource(g reentrant.Grant) (batonResource, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := c.sharedMode(k.Granted(g))
+	f, err := c.sharedMode(k.ModeOf(g))
 	if err != nil {
 		return nil, err
 	}

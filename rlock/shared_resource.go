@@ -26,7 +26,7 @@ func (c *Client) sharedKeys(kind reentrant.Kind, name string) (reentrant.SharedK
 }
 
 // sharedMode is the resource of mode s, as SharedKeys' Read, Write, Permits or
-// Granted returns it with err; it passes err on. It sends nothing.
+// ModeOf returns it with err; it passes err on. It sends nothing.
 func (c *Client) sharedMode(s reentrant.SharedMode, err error) (*sharedMode, error) {
 	if err != nil {
 		return nil, lower(err)
