@@ -260,7 +260,7 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	if err != nil {
 		return err
 	}
-	if ok, err := b.ForceUnlock(ctx, held.Name()); err != nil || !ok {
+	if n, err := b.ForceUnlock(ctx, held.Name()); err != nil || n != 1 {
 		return errors.Join(err, errors.New("ForceUnlock found nothing"))
 	}
 	return nil
