@@ -227,12 +227,12 @@ func TestSharedRenewal(t *testing.T) {
 	require.NoError(t, err)
 	l, err := lock.AcquireNew(ctx, rdb, "L", testLease, Waiter{})
 	require.NoError(t, err)
-	renewals := []Renewal{{Keys: lock, Owner: "L", Token: l.Token}, p.Renewal("A", a.HoldID()), p.Renewal("B", a.HoldID())}
+	refs := []HoldRef{{Keys: lock, Owner: "L", Token: l.Token}, p.HoldRef("A", a.HoldID()), p.HoldRef("B", a.HoldID())}
 	for _, flush := range []bool{false, true} {
 		if flush {
 			require.NoError(t, rdb.ScriptFlush(ctx).Err())
 		}
-		renewed, errs := RenewAll(ctx, rdb, [][]Renewal{renewals}, testLease)
+		renewed, errs := RenewAll(ctx, rdb, [][]HoldRef{refs}, testLease)
 		require.Equal(t, []error{nil}, errs)
 		require.Equal(t, [][]bool{{true, true, false}}, renewed)
 	}

@@ -124,12 +124,12 @@ func (s SharedMode) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, own
 // out by the server clock (it never shortens a lease), and reports whether
 // it did.
 func (s SharedMode) Renew(ctx context.Context, rdb redis.Scripter, owner string, hold uint64, lease time.Duration) (bool, error) {
-	return s.Renewal(owner, hold).renew(ctx, rdb, lease)
+	return s.HoldRef(owner, hold).renew(ctx, rdb, lease)
 }
 
-// Renewal names owner's hold in the mode of ID hold, for
+// HoldRef names owner's hold in the mode of ID hold, for
 // RenewAll, which renews it in the same script call as the other holds of
-// its slot, plain locks' included. The Renewal's Token is the hold ID.
-func (s SharedMode) Renewal(owner string, hold uint64) Renewal {
-	return Renewal{Owner: owner, Token: hold, mode: &s}
+// its slot, plain locks' included. The HoldRef's Token is the hold ID.
+func (s SharedMode) HoldRef(owner string, hold uint64) HoldRef {
+	return HoldRef{Owner: owner, Token: hold, mode: &s}
 }

@@ -152,7 +152,7 @@ package rlock
 // identity); both run their scripts through batonScripts, written once
 // over what reentrant.Keys and reentrant.SharedMode both offer. It names the
 // mode's scripts (acquire, as a waiter too;
-// release; leave; renew; and its renewal for the watchdog's batch, which
+// release; leave; renew; and its holdRef for the watchdog's batch, which
 // renews holds of every kind of one slot in one script call) and its identity: its Redis
 // key and mode (resourceID). The holds table and the handles a ctx carries
 // are keyed by that identity, so c.Lock(r.Context(), "orders") never

@@ -59,8 +59,8 @@ type resource interface {
 // whatever the resource.
 type batonResource interface {
 	resource
-	// renewal names owner's hold of ID id for the watchdog's batch.
-	renewal(owner string, id uint64) reentrant.Renewal
+	// holdRef names owner's hold of ID id for the watchdog's batch.
+	holdRef(owner string, id uint64) reentrant.HoldRef
 	// handBack gives back hold g, granted by a message to waiter g.to of
 	// owner, queued with lease, which no call will take. Its tries share
 	// requestID, so that a resent one replays.
@@ -200,8 +200,8 @@ func (b batonScripts) renew(ctx context.Context, owner string, id uint64, lease 
 	return b.scripts.Renew(ctx, b.rdb, owner, id, lease)
 }
 
-func (p *plainLock) renewal(owner string, id uint64) reentrant.Renewal {
-	return reentrant.Renewal{Keys: p.keys, Owner: owner, Token: id}
+func (p *plainLock) holdRef(owner string, id uint64) reentrant.HoldRef {
+	return reentrant.HoldRef{Keys: p.keys, Owner: owner, Token: id}
 }
 
 // handBack releases the granted hold: a lock's token is its grant's own.

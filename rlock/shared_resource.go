@@ -53,8 +53,8 @@ func (f *sharedMode) subscribe(ctx context.Context, c *Client, always bool) (*su
 	return subscribeForGrants(ctx, c, f, always)
 }
 
-func (f *sharedMode) renewal(owner string, id uint64) reentrant.Renewal {
-	return f.mode.Renewal(owner, id)
+func (f *sharedMode) holdRef(owner string, id uint64) reentrant.HoldRef {
+	return f.mode.HoldRef(owner, id)
 }
 
 // handBack leaves g's waiter: its leave gives back the count the message
