@@ -18,7 +18,7 @@
 //	<prefix>{N}                the lock hash
 //	<prefix>{N}:fence          the fencing-token counter (expires; see Footprint)
 //	<prefix>{N}:queue          the waiters, oldest first, one record each (expires)
-//	<prefix>{N}:granted        a shared owner's last grant, for a waiter that missed it
+//	<prefix>{N}:granted        a given owner's last grant, for a waiter that missed it
 //	<prefix>{N}:alive:<client> a client's liveness key, where the receiver count cannot judge
 //	<prefix>{N}:req:<id>       a request's remembered result (expires)
 //	<prefix>grant:<client>     a client's grant channel (<prefix>{N}:grant:<client> sharded)
@@ -99,7 +99,7 @@
 // lease should have run out (the first look grants the head), and at
 // least every third of its lease. A look finds the grant the waiter was
 // handed, message or not: an owner made for one call holds the lock only
-// through its grant, and a shared owner's grant is kept in the granted
+// through its grant, and a given owner's grant is kept in the granted
 // key. Each look that finds the waiter still queued is a moment known to
 // precede its grant, so a grant leaves at least two thirds of the lease to
 // rely on.

@@ -72,7 +72,7 @@ type Keys struct {
 	// Queue is the key of the list of waiting calls, oldest first: one
 	// record each, with what its grant needs.
 	Queue string
-	// Granted is the key naming the last waiter of a shared owner granted
+	// Granted is the key naming the last waiter of a given owner granted
 	// the lock, and its token, so that a waiter that missed its grant
 	// message finds it. (An owner made for one call needs none: its holding
 	// the lock says it.)

@@ -74,7 +74,7 @@ func TestNoSharedGrantIsPublishedOnAReplica(t *testing.T) {
 	require.Equal(t, []string{"r"}, queued(t, ctx, mdb, k))
 }
 
-// A shared owner's hold that ends does not let its owner's waiter queued
+// A given owner's hold that ends does not let its owner's waiter queued
 // behind a write in as a re-entry of that very hold: the write goes first.
 func TestEndingHoldIsNotReenteredByItsOwnersWaiter(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "own-waiter", 0)

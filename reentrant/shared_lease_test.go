@@ -177,7 +177,7 @@ func TestSharedScriptsReplay(t *testing.T) {
 		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first.Token, Reported: i > 0, hold: n.HoldID()}, r, "run %d", i)
 	}
 
-	// A shared owner's waiter, granted in a batch, finds its grant on its
+	// A given owner's waiter, granted in a batch, finds its grant on its
 	// look, and counts it once.
 	c := newClient(t, rdb, k, "c")
 	ws := c.waiter("s")

@@ -185,7 +185,7 @@ func TestRWTokens(t *testing.T) {
 	}
 }
 
-// Three waiters of one owner (a shared owner, as WithOwner makes) are
+// Three waiters of one owner (a given owner, as WithOwner makes) are
 // granted one read hold in one batch, count 3, each its own count: a look
 // claims one (its leave then gives nothing back), each other's leave gives
 // back its own count once, and the claimed count is left to its release.

@@ -193,7 +193,7 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 	case res.Reported && !a.queuedAt.IsZero():
 		sent, kind = a.queuedAt, HandedOff
 	case res.HoldCount > 1:
-		kind = Reentered // an owner shared with WithOwner held it already
+		kind = Reentered // a given owner (WithOwner's) held it already
 	}
 	return a.claim(ctx, holdGrant{id: res.HoldID(), token: res.Token}, sent, a.lease, kind)
 }

@@ -15,7 +15,8 @@ import (
 //     call re-enters through it (callOwner.via);
 //   - for an RW lock's read, that of a write handle of the same RW lock
 //     ctx carries: a read inside the write;
-//   - WithOwner's: an owner shared on purpose, across calls and processes;
+//   - WithOwner's, a given owner: one the caller chose, for calls and
+//     processes to act as one;
 //   - one made for the call (Client.newOwner), which no other call shares.
 //
 // A semaphore's Acquire always acts as an owner made for it: permits are

@@ -203,7 +203,7 @@ func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 		outcomes[0][0], outcomes[0][1], outcomes[1][0], outcomes[1][1])
 }
 
-// Issue 24 property 7 with a shared owner: two reads of one owner
+// Issue 24 property 7 with a given owner: two reads of one owner
 // (WithOwner) wait on one client, and one write's release grants both in
 // one batch, the later joining the hold the earlier began (count 2). One
 // of them is cancelled before its client hears of the grant (a proxy

@@ -140,7 +140,7 @@ local function admit(plan, g)
   if g.id == plan.self then
     plan.mine = plan.holds[g.f]
   end
-  if g.m == 'w' and g.shared then
+  if g.m == 'w' and g.given then
     plan.write = g
   end
 end
@@ -242,7 +242,7 @@ local function admitReadsInside(r, plan)
   for i = plan.examined + 1, #plan.raw do
     local rec = plan.raw[i]
     local w = string.sub(rec, 1, 2) == 'r ' and string.sub(rec, -#write.o) == write.o and parseSharedWaiter(rec)
-    if w and w.o == write.o and w.shared then
+    if w and w.o == write.o and w.given then
       w.f, w.rec = field, rec
       run[#run + 1] = w
     end
