@@ -105,9 +105,9 @@ func TestDeadWaiterIsSkipped(t *testing.T) {
 }
 
 // A waiter that gives up leaves no entry and no hold, even when a grant
-// raced its leave: a read granted in a batch passes its share on, and the
+// raced its leave: a read granted in a batch passes its grant on, and the
 // write behind the batch is granted once the last read has gone.
-func TestLeaveRacingAGrantPassesTheShareOn(t *testing.T) {
+func TestLeaveRacingAGrantPassesTheGrantOn(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "leave", 0)
 	read, write := rw(t, k)
 	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
@@ -132,7 +132,7 @@ func TestLeaveRacingAGrantPassesTheShareOn(t *testing.T) {
 			require.NoError(t, err)
 		}
 		if i == 0 {
-			require.Equal(t, map[string]int64{"r:R2": 1}, holds(t, ctx, rdb, k), "R1's share is gone")
+			require.Equal(t, map[string]int64{"r:R2": 1}, holds(t, ctx, rdb, k), "R1's hold is gone")
 			c.requireNoMessage(t, ctx, rdb)
 		}
 	}

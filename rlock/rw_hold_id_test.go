@@ -91,7 +91,7 @@ func TestRWLateGrantToASharedOwnerGivesBackOnlyItsOwnCount(t *testing.T) {
 	const name = "late"
 	write, err := w.RWLock(name).Lock(ctx)
 	require.NoError(t, err)
-	octx := WithOwner(ctx, "shared-reader")
+	octx := WithOwner(ctx, "given-reader")
 	readA := make(chan acquired, 1)
 	go func() {
 		l, err := ca.RWLock(name).RLock(octx)

@@ -1,4 +1,4 @@
--- Take, re-enter or queue for a share of a shared resource. With a
+-- Take, re-enter or queue for a hold in a mode of a shared resource. With a
 -- waiter, the call is also its look: it finds the grant the waiter was
 -- handed, and keeps its liveness key.
 -- KEYS[1] hash: the holds (see shared.lua)
