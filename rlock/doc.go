@@ -132,7 +132,8 @@
 //   - turn: the local order of re-entries through one handle's Context.
 package rlock
 
-// Where the RW lock and the semaphore plug in (for maintainers; not package documentation).
+// Where the RW lock and the semaphore plug in (for maintainers; not package
+// documentation).
 //
 // The read-write lock and the semaphore are shared resources (readers,
 // permits), and reuse, as they are: the attempt and its
@@ -146,8 +147,8 @@ package rlock
 //
 // Each plugs in at one seam, the unexported resource interface
 // (resource.go), implemented by plainLock over reentrant.Keys and by
-// sharedMode (shared_resource.go) over reentrant.SharedMode for every mode of a
-// shared resource: the RW lock's read and write modes, and the
+// sharedMode (shared_resource.go) over reentrant.SharedMode for every mode
+// of a shared resource: the RW lock's read and write modes, and the
 // semaphore's permits (one sharedMode per count asked for, all with one
 // identity); both run their scripts through batonScripts, written once
 // over what reentrant.Keys and reentrant.SharedMode both offer. It names the
@@ -169,7 +170,7 @@ package rlock
 // own (permits are counted, not re-entered: a Permit's Context in ctx is
 // no owner, WithOwner is refused); Permit, a handle as Lock is (it wraps
 // the handle core: Context, Token, Release as the handle's unlock, no
-// second copy), whose Count is its mode's; SetSize, Inspect and
+// second copy), whose Count is its mode's weight; SetSize, Inspect and
 // ForceRelease, the last shared with RWLock.ForceUnlock
 // (forceReleaseShared). The Redis side they need (keys under the lock's
 // hash tag, the size key, request replay, the grant and record formats,
