@@ -131,10 +131,10 @@ func (a *attempt) leaveNow(w reentrant.Waiter) {
 }
 
 // giveBack gives back hold g, a grant that arrived dead, so that it
-// passes on at once: one an acquire's reply reported by a release of it,
-// one a message granted by handBack (a multi-holder resource's hold names
-// the waiter until its look or leave, and may carry the counts of other
-// waiters of the owner, which only the waiter's leave tells apart). If it
+// passes on at once: one an acquire's reply reported (its look claimed it)
+// by a release of it, one a message granted by handBack (the grant names
+// the waiter until its look or leave, and the hold may carry the counts of
+// other calls of the owner, which only the waiter's leave tells apart). If it
 // cannot be confirmed within ctx it goes on in the background, and a call
 // with an owner of its own takes a new one: its next look must not find
 // the dead grant and report it as its own.
@@ -145,7 +145,7 @@ func (a *attempt) giveBack(ctx context.Context, g holdGrant) {
 			_, err := a.res.release(ctx, owner, g.id, req)
 			return err
 		}
-		return a.res.(batonResource).handBack(ctx, owner, g, req, a.lease, a.newOwner)
+		return a.res.(batonResource).handBack(ctx, owner, g, a.lease, a.newOwner)
 	}
 	if back(ctx) == nil {
 		return
