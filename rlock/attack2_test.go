@@ -352,7 +352,6 @@ func TestAttackSharedOwnerStaleUnlock(t *testing.T) {
 // to item 12 (the read's Context derives from w's); a fix of item 12 that
 // keeps the values keeps this.
 func TestAttackUpgradeThroughDowngrade(t *testing.T) {
-	t.Skip("attack finding 3: fails today")
 	ctx := atkCtx(t)
 	srv := redistest.Start(t)
 	a, b := atkClient(t, srv), atkClient(t, srv)

@@ -10,13 +10,18 @@ import (
 // The owner policy: who a call acts as. Every rule of it is in this file.
 //
 // A call acts as one owner, and its hold is that owner's hold. For a call
-// on resource face res with ctx, the owner is, first that applies:
-//   - that of the handle of res from this Client that ctx carries: the
-//     call re-enters through it (callOwner.via);
-//   - for an RW lock's read, that of a write handle of the same RW lock
-//     ctx carries: a read inside the write;
-//   - WithOwner's: an owner shared on purpose, across calls and processes;
-//   - one made for the call (Client.newOwner), which no other call shares.
+// on resource face res with ctx, the innermost handle from this Client of
+// res's resource (either face of an RW lock) that ctx carries decides, if
+// any; the handles further out are not looked at:
+//   - a handle of res: the call re-enters through it (callOwner.via); one
+//     that has finished is refused (ErrNotHeld, see hold.takeTurn);
+//   - for an RW lock's read, a write handle: a read inside the write, as
+//     its owner;
+//   - for an RW lock's write, a read handle: ErrUpgrade;
+//   - a handle of the other face that has finished: refused, with its end.
+// A ctx with none acts as WithOwner's owner: an owner shared on purpose,
+// across calls and processes; else as one made for the call
+// (Client.newOwner), which no other call shares.
 //
 // A semaphore's Acquire always acts as an owner made for it: permits are
 // counted, not re-entered, so a Permit's Context gives no owner, and
@@ -30,6 +35,9 @@ type ownerRule struct {
 	// insideWrite, for an RW lock's read, is the RW lock's write face: a
 	// write handle of it in ctx gives the owner.
 	insideWrite *shareFace
+	// underRead, for an RW lock's write, is the RW lock's read face: a
+	// read handle of it in ctx is ErrUpgrade.
+	underRead *shareFace
 	// ownOnly: the call always acts as an owner made for it (a
 	// semaphore's Acquire); WithOwner is refused.
 	ownOnly bool
@@ -45,8 +53,9 @@ type callOwner struct {
 	via *handle
 }
 
-// ownerOf is the owner of a call on res with ctx under rule, or
-// ErrInvalidOption for a WithOwner the rule refuses.
+// ownerOf is the owner of a call on res with ctx under rule, or the error
+// that refuses the call: ErrInvalidOption for a WithOwner the rule
+// refuses, ErrUpgrade, or ErrNotObtained for a finished handle.
 func (c *Client) ownerOf(ctx context.Context, res resource, rule ownerRule) (callOwner, error) {
 	if rule.ownOnly {
 		if _, ok := OwnerFrom(ctx); ok {
@@ -54,18 +63,30 @@ func (c *Client) ownerOf(ctx context.Context, res resource, rule ownerRule) (cal
 		}
 		return callOwner{owner: c.newOwner(), newOwner: true}, nil
 	}
-	if via := c.handleIn(ctx, res.id()); via != nil {
-		return callOwner{owner: via.hold.owner, via: via}, nil
-	}
-	if rule.insideWrite != nil {
-		if w := c.handleIn(ctx, rule.insideWrite.id()); w != nil {
-			return callOwner{owner: w.hold.owner}, nil
-		}
+	if in := c.handleIn(ctx, res.id().key); in != nil {
+		return c.ownerFromHandle(in, res, rule)
 	}
 	if owner, ok := OwnerFrom(ctx); ok {
 		return callOwner{owner: owner}, nil
 	}
 	return callOwner{owner: c.newOwner(), newOwner: true}, nil
+}
+
+// ownerFromHandle is the owner of a call on res whose ctx's innermost
+// handle of res's resource is in (see the policy above).
+func (c *Client) ownerFromHandle(in *handle, res resource, rule ownerRule) (callOwner, error) {
+	face := in.hold.res.id().face
+	if face == res.id().face {
+		return callOwner{owner: in.hold.owner, via: in}, nil
+	}
+	if err := in.hold.handles.checkReentry(in); err != nil {
+		return callOwner{}, fmt.Errorf("%w: %q: the innermost handle in ctx, a %s, has ended: %w", ErrNotObtained, res.name(), face, err)
+	}
+	if rule.underRead != nil && face == rule.underRead.face {
+		return callOwner{}, fmt.Errorf("%w: %q", ErrUpgrade, res.name())
+	}
+	// Only an RW lock has two faces, and a read's rule names the write.
+	return callOwner{owner: in.hold.owner}, nil
 }
 
 // remake replaces an owner made for the call by a new one, so that the
