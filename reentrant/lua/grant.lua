@@ -88,6 +88,7 @@ local function passOn(hash, fence, queue, granted, publish, last)
   if id then
     return false
   end
-  redis.call('del', hash)
+  -- The granted key goes with the hold whose grant it names.
+  redis.call('del', hash, granted)
   return left
 end

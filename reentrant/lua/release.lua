@@ -45,7 +45,9 @@ end
 -- published. (Its record is the string '0': a Lua number would be printed,
 -- which costs the server more than the SET.)
 if redis.call('exists', queue) == 0 then
-  redis.call('del', hash)
+  -- The granted key goes with the hold whose grant it names (a grant a
+  -- message made a hold, which no look claimed).
+  redis.call('del', hash, granted)
   redis.call('set', req, '0', 'px', requestMs)
   return 0
 end
