@@ -31,7 +31,7 @@ var ErrInvalidName = errors.New("reentrant: invalid lock name")
 // move the hash tag away from the lock name.
 var ErrInvalidPrefix = errors.New("reentrant: invalid key prefix")
 
-// Namespace says where a family of locks lives and how releases are published.
+// Namespace says where a set of locks lives and how releases are published.
 type Namespace struct {
 	// Prefix starts every key; empty means DefaultPrefix.
 	Prefix string

@@ -145,7 +145,7 @@ func TestAttackSetMaxLowerStrandsNext(t *testing.T) {
 	atkWaitLen(t, rdb, "baton:{"+name+"}:sem:queue", 2)
 
 	start := time.Now()
-	if err := sa.SetMax(ctx, 3); err != nil {
+	if err := sa.SetSize(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -683,7 +683,7 @@ func TestAttackNoImmortalKeys(t *testing.T) {
 		step("sem acquire short", err, t0)
 		_, err = b.Semaphore(n, 2).TryAcquire(ctx, 2, rlock.WaitAtMost(30*time.Millisecond))
 		step("sem tryacquire", err, t0)
-		s.SetMax(ctx, 3)
+		s.SetSize(ctx, 3)
 		p.Release(ctx)
 		t0 = time.Now()
 		wl, err := wa.Lock(octx, "wire"+n)
@@ -1812,7 +1812,7 @@ func TestAttackSemaphoreResizeStress(t *testing.T) {
 	clients := []*rlock.Client{atkClient(t, srv), atkClient(t, srv), atkClient(t, srv)}
 	var size atomic.Int64
 	size.Store(2)
-	if err := clients[0].Semaphore(name, 2).SetMax(ctx, 2); err != nil {
+	if err := clients[0].Semaphore(name, 2).SetSize(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	var held atomic.Int64
@@ -1856,7 +1856,7 @@ func TestAttackSemaphoreResizeStress(t *testing.T) {
 		for n := int64(3); n <= 6 && time.Now().Before(stop); n++ {
 			time.Sleep(700 * time.Millisecond)
 			size.Store(n)
-			if err := clients[1].Semaphore(name, 6).SetMax(ctx, n); err != nil {
+			if err := clients[1].Semaphore(name, 6).SetSize(ctx, n); err != nil {
 				t.Error(err)
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/batonlock/baton/reentrant"
 )
 
 type ownerKey struct{}
@@ -26,8 +28,8 @@ func OwnerFrom(ctx context.Context) (string, bool) {
 type innermostKey struct{}
 
 // handleIn finds, in ctx, the innermost handle of c's hold on the
-// resource whose key is key, on any face of it: which face it is decides a
-// call's owner (see ownerOf).
+// resource whose key is key, in any mode of it: which mode it is decides
+// a call's owner (see ownerOf).
 func (c *Client) handleIn(ctx context.Context, key string) *handle {
 	return innermost(ctx, func(l *handle) bool { return l.hold.c == c && l.hold.res.id().key == key })
 }
@@ -45,7 +47,7 @@ func innermost(ctx context.Context, is func(*handle) bool) *handle {
 }
 
 // isPermit tells a Permit's handle from a Lock's: a handle has one type.
-func (l *handle) isPermit() bool { return l.hold.res.id().face == permitsFace }
+func (l *handle) isPermit() bool { return l.hold.res.id().mode == reentrant.ModePermits }
 
 // isLock: a handle of a plain or an RW lock, whose type is Lock.
 func (l *handle) isLock() bool { return !l.isPermit() }

@@ -73,12 +73,12 @@
 // valid from the send of the last look that found the waiter queued, never
 // from the message's arrival; one whose validity has passed on arrival is
 // given back at once, so that it passes on. Every grant names its waiter
-// (a lock's granted key, a multi-holder resource's hold) until the
+// (a lock's granted key, a shared resource's hold) until the
 // waiter's look claims it or its leave gives back its one count: a grant
 // message is given back by that leave (handBack), a grant a look reported
 // by a release. So a grant goes back once, and never with another call's
 // count of the same owner. A waiter that stops waiting leaves the queue; at
-// the head of a multi-holder resource's queue, its leave admits those
+// the head of a shared resource's queue, its leave admits those
 // behind it that then fit. A grant that reaches the client after its
 // waiter has gone is handed back the same way, unless a look had made it a
 // hold here already.
@@ -130,51 +130,52 @@
 //   - token: the fencing token of a hold.
 //   - hold ID: what tells a hold in Redis from every other of its resource,
 //     which every script acting on it checks: a lock's token; a
-//     multi-holder resource's hold has one of its own, since reads share a
+//     shared resource's hold has one of its own, since reads share a
 //     token. A ForceUnlock ends exactly the holds whose IDs its script
 //     returns.
 //   - turn: the local order of re-entries through one handle's Context.
 package rlock
 
-// Where the family plugs in (for maintainers; not package documentation).
+// Where the RW lock and the semaphore plug in (for maintainers; not package
+// documentation).
 //
-// The read-write lock and the semaphore are resources with several holders
-// at once (readers, permits), and reuse, as they are: the attempt and its
+// The read-write lock and the semaphore are shared resources (readers,
+// permits), and reuse, as they are: the attempt and its
 // waiter loop (acquire.go, wait.go: subscribe on the grant line, queue
 // with one acquire, wait for the grant message or look again, adopt the
 // grant into a hold), the grant line (grantline.go), the hold with its
 // validity, renewal registration, handles, turns and end (hold.go and the
 // files it names), the holds table (table.go), and the handle core
 // (handle.go, context.go: Context with its validity-checking Err, token,
-// owner, unlock; a Permit's handle is told from a Lock's by its face).
+// owner, unlock; a Permit's handle is told from a Lock's by its mode).
 //
 // Each plugs in at one seam, the unexported resource interface
 // (resource.go), implemented by plainLock over reentrant.Keys and by
-// shareFace (shared_resource.go) over reentrant.Share for every face of a
-// multi-holder resource: the RW lock's read and write faces, and the
-// semaphore's permits (one shareFace per count asked for, all with one
+// sharedMode (shared_resource.go) over reentrant.SharedMode for every mode
+// of a shared resource: the RW lock's read and write modes, and the
+// semaphore's permits (one sharedMode per count asked for, all with one
 // identity); both run their scripts through batonScripts, written once
-// over what reentrant.Keys and reentrant.Share both offer. It names the
-// face's scripts (acquire, as a waiter too;
-// release; leave; renew; and its renewal for the watchdog's batch, which
+// over what reentrant.Keys and reentrant.SharedMode both offer. It names the
+// mode's scripts (acquire, as a waiter too;
+// release; leave; renew; and its holdRef for the watchdog's batch, which
 // renews holds of every kind of one slot in one script call) and its identity: its Redis
-// key and face (resourceID). The holds table and the handles a ctx carries
+// key and mode (resourceID). The holds table and the handles a ctx carries
 // are keyed by that identity, so c.Lock(r.Context(), "orders") never
 // re-enters an RW read handle of "orders", and rw.Lock can find a read
 // handle of its own RW lock in its ctx.
 //
-// RWLock (rwlock.go) adds its two faces; ErrUpgrade, for rw.Lock whose
+// RWLock (rwlock.go) adds its two modes; ErrUpgrade, for rw.Lock whose
 // ctx's innermost handle of the same RW lock is a read (found by key, as
 // handleIn finds a handle: the innermost decides, those further out are
 // not looked at; see owner.go); a read granted at once inside a
 // write hold, and kept after the write's Unlock with its Context
 // (downgrade); DoRead and Do
-// as Client.Do. Semaphore (semaphore.go) adds its face, whose acquire
+// as Client.Do. Semaphore (semaphore.go) adds its mode, whose acquire
 // carries the permit count, and which always runs under an owner of its
 // own (permits are counted, not re-entered: a Permit's Context in ctx is
 // no owner, WithOwner is refused); Permit, a handle as Lock is (it wraps
 // the handle core: Context, Token, Release as the handle's unlock, no
-// second copy), whose Count is its face's; SetMax, Inspect and
+// second copy), whose Count is its mode's weight; SetSize, Inspect and
 // ForceRelease, the last shared with RWLock.ForceUnlock
 // (forceReleaseShared). The Redis side they need (keys under the lock's
 // hash tag, the size key, request replay, the grant and record formats,

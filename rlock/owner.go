@@ -10,18 +10,18 @@ import (
 // The owner policy: who a call acts as. Every rule of it is in this file.
 //
 // A call acts as one owner, and its hold is that owner's hold. For a call
-// on resource face res with ctx, the innermost handle from this Client of
-// res's resource (either face of an RW lock) that ctx carries decides, if
+// on resource mode res with ctx, the innermost handle from this Client of
+// res's resource (either mode of an RW lock) that ctx carries decides, if
 // any; the handles further out are not looked at:
 //   - a handle of res: the call re-enters through it (callOwner.via); one
 //     that has finished is refused (ErrNotHeld, see hold.takeTurn);
 //   - for an RW lock's read, a write handle: a read inside the write, as
 //     its owner;
 //   - for an RW lock's write, a read handle: ErrUpgrade;
-//   - a handle of the other face that has finished: refused, with its end.
-// A ctx with none acts as WithOwner's owner: an owner shared on purpose,
-// across calls and processes; else as one made for the call
-// (Client.newOwner), which no other call shares.
+//   - a handle of the other mode that has finished: refused, with its end.
+// A ctx with none acts as WithOwner's owner, a given owner: one the caller
+// chose, for calls and processes to act as one; else as one made for the
+// call (Client.newOwner), which no other call shares.
 //
 // A semaphore's Acquire always acts as an owner made for it: permits are
 // counted, not re-entered, so a Permit's Context gives no owner, and
@@ -32,12 +32,12 @@ import (
 // policy; its zero value is the plain lock's, which an RW lock's write
 // follows too.
 type ownerRule struct {
-	// insideWrite, for an RW lock's read, is the RW lock's write face: a
+	// insideWrite, for an RW lock's read, is the RW lock's write mode: a
 	// write handle of it in ctx gives the owner.
-	insideWrite *shareFace
-	// underRead, for an RW lock's write, is the RW lock's read face: a
+	insideWrite *sharedMode
+	// underRead, for an RW lock's write, is the RW lock's read mode: a
 	// read handle of it in ctx is ErrUpgrade.
-	underRead *shareFace
+	underRead *sharedMode
 	// ownOnly: the call always acts as an owner made for it (a
 	// semaphore's Acquire); WithOwner is refused.
 	ownOnly bool
@@ -75,17 +75,17 @@ func (c *Client) ownerOf(ctx context.Context, res resource, rule ownerRule) (cal
 // ownerFromHandle is the owner of a call on res whose ctx's innermost
 // handle of res's resource is in (see the policy above).
 func (c *Client) ownerFromHandle(in *handle, res resource, rule ownerRule) (callOwner, error) {
-	face := in.hold.res.id().face
-	if face == res.id().face {
+	mode := in.hold.res.id().mode
+	if mode == res.id().mode {
 		return callOwner{owner: in.hold.owner, via: in}, nil
 	}
 	if err := in.hold.handles.checkReentry(in); err != nil {
-		return callOwner{}, fmt.Errorf("%w: %q: the innermost handle in ctx, a %s, has ended: %w", ErrNotObtained, res.name(), face, err)
+		return callOwner{}, fmt.Errorf("%w: %q: the innermost handle in ctx, a %s, has ended: %w", ErrNotObtained, res.name(), mode, err)
 	}
-	if rule.underRead != nil && face == rule.underRead.face {
+	if rule.underRead != nil && mode == rule.underRead.id().mode {
 		return callOwner{}, fmt.Errorf("%w: %q", ErrUpgrade, res.name())
 	}
-	// Only an RW lock has two faces, and a read's rule names the write.
+	// Only an RW lock has two modes, and a read's rule names the write.
 	return callOwner{owner: in.hold.owner}, nil
 }
 

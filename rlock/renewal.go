@@ -97,14 +97,14 @@ func (c *Client) renew(ctx context.Context, batch []*hold) []error {
 		return c.wire.renew(ctx, c, batch)
 	}
 	groups := renewGroups(batch, true)
-	renewals := make([][]reentrant.Renewal, len(groups))
+	refs := make([][]reentrant.HoldRef, len(groups))
 	for g, idx := range groups {
-		renewals[g] = make([]reentrant.Renewal, len(idx))
+		refs[g] = make([]reentrant.HoldRef, len(idx))
 		for j, i := range idx {
-			renewals[g][j] = batch[i].res.(batonResource).renewal(batch[i].owner, batch[i].id)
+			refs[g][j] = batch[i].res.(batonResource).holdRef(batch[i].owner, batch[i].id)
 		}
 	}
-	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
+	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, refs, c.cfg.watchdogLease)
 	errs := make([]error, len(batch))
 	for g, idx := range groups {
 		recordRenewals(batch, idx, renewed[g], groupErrs[g], errs)

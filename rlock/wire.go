@@ -109,7 +109,7 @@ type wireLock struct {
 	background *cleanups
 }
 
-func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash, face: lockFace} }
+func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash} }
 
 func (w *wireLock) name() string { return w.userName }
 
@@ -266,20 +266,20 @@ func (m *wireMode) renewGroup(ctx context.Context, c *Client, batch []*hold, idx
 // token to tell a hold taken after the delete from one it deleted: every
 // hold of the lock this client has is cut off, which at worst reports a
 // hold taken in that instant as lost.
-func (c *Client) forceUnlockWire(ctx context.Context, name string) (bool, error) {
+func (c *Client) forceUnlockWire(ctx context.Context, name string) (int64, error) {
 	w, err := c.wire.lock(c, name, c.cfg.watchdogLease)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	deleted, err := w.keys.ForceUnlock(ctx, c.rdb)
 	if err != nil || !deleted {
-		return false, err
+		return 0, err
 	}
 	id := w.id()
 	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id }) {
-		h.cutOff(h.lost("force-unlocked"))
+		h.cutOff(h.lost("force-released"))
 	}
-	return true, nil
+	return 1, nil
 }
 
 // inspectWire is Inspect in Redisson's format: the hash's fields and
