@@ -18,7 +18,7 @@
 //	<prefix>{N}                the lock hash
 //	<prefix>{N}:fence          the fencing-token counter (expires; see Footprint)
 //	<prefix>{N}:queue          the waiters, oldest first, one record each (expires)
-//	<prefix>{N}:granted        a given owner's last grant, for a waiter that missed it
+//	<prefix>{N}:granted        the last grant, until its waiter claims it or gives it back
 //	<prefix>{N}:alive:<client> a client's liveness key, where the receiver count cannot judge
 //	<prefix>{N}:req:<id>       a request's remembered result (expires)
 //	<prefix>grant:<client>     a client's grant channel (<prefix>{N}:grant:<client> sharded)
@@ -99,16 +99,20 @@
 // lease should have run out (the first look grants the head), and at
 // least every third of its lease. A look finds the grant the waiter was
 // handed, message or not: an owner made for one call holds the lock only
-// through its grant, and a given owner's grant is kept in the granted
-// key. Each look that finds the waiter still queued is a moment known to
+// through its grant, and every grant is kept in the granted key until its
+// waiter claims it. Each look that finds the waiter still queued is a moment known to
 // precede its grant, so a grant leaves at least two thirds of the lease to
 // rely on.
 //
 // A waiter that gives up leaves (Keys.Leave): its record goes, or, if it
-// was granted the lock meanwhile, the same script passes the lock on. A
-// grant that reaches a client whose waiter has gone must be passed on by
-// that client (a release of the granted hold), unless the hold is already
-// in use there (a look found it first).
+// was granted the lock meanwhile and has not claimed the grant, the same
+// script gives back the one count the grant gave, passing the lock on if
+// that was the last. A grant that reaches a client whose waiter has gone
+// is given back by that client with the same leave, unless the hold is
+// already in use there (a look found it first). A grant's count thus goes
+// back once, by the leave while the granted key names the waiter, or by a
+// release of the handle its look claimed; never another call's count of a
+// given owner, who may have re-entered the hold meanwhile.
 //
 // # Liveness
 //

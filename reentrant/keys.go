@@ -72,10 +72,11 @@ type Keys struct {
 	// Queue is the key of the list of waiting calls, oldest first: one
 	// record each, with what its grant needs.
 	Queue string
-	// Granted is the key naming the last waiter of a given owner granted
-	// the lock, and its token, so that a waiter that missed its grant
-	// message finds it. (An owner made for one call needs none: its holding
-	// the lock says it.)
+	// Granted is the key naming the last waiter granted the lock, and its
+	// token, until the waiter's look claims the grant or its leave gives
+	// the count back: a waiter that missed its grant message finds it, and
+	// the grant's one count is given back at most once, never another
+	// call's count of the same owner.
 	Granted string
 
 	requestPrefix string

@@ -13,8 +13,10 @@ var leaveScript = grantingScript("leave.lua")
 
 // Leave takes waiter w out of the queue, where Acquire (or, with newOwner,
 // AcquireNew) queued it for owner and lease. If w was granted the lock
-// meanwhile, it passes the lock on to the next live waiter before it
-// returns (see handOn), and reports true. Repeating it is harmless.
+// meanwhile and no look has claimed the grant, it gives back the one count
+// the grant gave, passing the lock on to the next live waiter if that was
+// the last (see handOn), and reports true. Repeating it is harmless: the
+// count goes back once, and never another call's count of the owner.
 func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string, lease time.Duration, newOwner bool) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
@@ -22,7 +24,7 @@ func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner str
 	}
 	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
 	record := w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner)
-	n, err := leaveScript.Run(ctx, rdb, keys, owner, w.ID, record, wireFlag(newOwner), k.publish).Int64()
+	n, err := leaveScript.Run(ctx, rdb, keys, owner, w.ID, record, k.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("reentrant: leave %q: %w", k.Name, err)
 	}

@@ -36,9 +36,8 @@ type Waiter struct {
 //	             ms: the lease, or less where liveness is judged by key (a
 //	             waiter that crashed while its liveness key lived then
 //	             holds the lock that long, not its whole lease)
-//	given        1 when the owner is given (a grant must then record
-//	             which waiter it went to: Keys.Granted), 0 when it was made
-//	             for the one call
+//	given        1 when the owner is given, 0 when it was made for the
+//	             one call
 //	lengths      the byte lengths of the channel and the liveness key, in
 //	             decimal
 //	channel      where the grant is published

@@ -158,7 +158,7 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 		// The hold ended since the turn was taken: give the count back.
 		h.giveTurnBack(a.via)
 		l.cancel(err)
-		a.releaseLater(a.owner, res.HoldID())
+		a.giveBackLater(holdGrant{id: res.HoldID(), token: res.Token})
 		return nil, a.notObtained(err)
 	}
 	return l, nil
@@ -213,7 +213,7 @@ func (a *attempt) claim(ctx context.Context, g holdGrant, sent time.Time, lease 
 		a.giveBack(ctx, g)
 		return nil, 0, nil
 	}
-	a.releaseLater(a.owner, g.id)
+	a.giveBackLater(g)
 	if errors.Is(err, errStaleGrant) {
 		return nil, 0, nil
 	}

@@ -352,7 +352,6 @@ func TestAttackSharedOwnerStaleUnlock(t *testing.T) {
 // to item 12 (the read's Context derives from w's); a fix of item 12 that
 // keeps the values keeps this.
 func TestAttackUpgradeThroughDowngrade(t *testing.T) {
-	t.Skip("attack finding 3: fails today")
 	ctx := atkCtx(t)
 	srv := redistest.Start(t)
 	a, b := atkClient(t, srv), atkClient(t, srv)
@@ -1012,7 +1011,6 @@ func (p *atkProxy) Release() {
 // the lock taken" — and never frees another caller's count): D's hold of
 // owner X stays, and nobody else gets the lock while D's Context is alive.
 func TestAttackSharedOwnerCancelledGrant(t *testing.T) {
-	t.Skip("attack finding 1: fails today (about 1 run in 6)")
 	ctx := atkCtx(t)
 	srv := redistest.Start(t)
 	prx := atkStartProxy(t, srv.Addr)
@@ -1090,7 +1088,6 @@ func TestAttackSharedOwnerCancelledGrant(t *testing.T) {
 // grant that arrives with its validity already passed is released at once"
 // (its grant, not the owner's other counts); mutual exclusion.
 func TestAttackSharedOwnerLateGrantPlain(t *testing.T) {
-	t.Skip("attack finding 1: fails today")
 	ctx := atkCtx(t)
 	srv := redistest.Start(t)
 	prx := atkStartProxy(t, srv.Addr)
@@ -1151,7 +1148,6 @@ func TestAttackSharedOwnerLateGrantPlain(t *testing.T) {
 // write afresh (new token, WriteCount 1, 300 ms), and after W1's Unlock a
 // reader E gets in while D's write Context is alive.
 func TestAttackSharedOwnerLateGrantWrite(t *testing.T) {
-	t.Skip("attack finding 1: fails today")
 	ctx := atkCtx(t)
 	srv := redistest.Start(t)
 	prx := atkStartProxy(t, srv.Addr)
@@ -1614,7 +1610,6 @@ func TestAttackCloseReleasesWholeHold(t *testing.T) {
 // grant. Between them they must give back W1's one count only: D's count
 // stays, and E must not get the lock while D's Context is alive.
 func TestAttackSharedOwnerGrantAfterGone(t *testing.T) {
-	t.Skip("attack finding 1: fails today (about 1 run in 6)")
 	ctx := atkCtx(t)
 	srv := redistest.Start(t)
 	prx := atkStartProxy(t, srv.Addr)

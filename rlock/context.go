@@ -27,10 +27,11 @@ func OwnerFrom(ctx context.Context) (string, bool) {
 // innermostKey finds, in a ctx, the innermost handle of any resource.
 type innermostKey struct{}
 
-// handleIn finds, in ctx, the innermost handle of c's hold on resource
-// mode id: a call with ctx re-enters through it.
-func (c *Client) handleIn(ctx context.Context, id resourceID) *handle {
-	return innermost(ctx, func(l *handle) bool { return l.hold.c == c && l.hold.res.id() == id })
+// handleIn finds, in ctx, the innermost handle of c's hold on the
+// resource whose key is key, in any mode of it: which mode it is decides
+// a call's owner (see ownerOf).
+func (c *Client) handleIn(ctx context.Context, key string) *handle {
+	return innermost(ctx, func(l *handle) bool { return l.hold.c == c && l.hold.res.id().key == key })
 }
 
 // innermost finds, in ctx, the innermost handle that is. It goes through

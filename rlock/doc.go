@@ -72,12 +72,16 @@
 // key, with a grant confirmed by a renewal in the background). A grant is
 // valid from the send of the last look that found the waiter queued, never
 // from the message's arrival; one whose validity has passed on arrival is
-// given back at once, so that it passes on: a shared resource's
-// grant message by its waiter's leave, which gives back that waiter's count
-// and no other waiter's of the same owner. A waiter that stops waiting leaves
-// the queue; at the head of a shared resource's queue, its leave
-// admits those behind it that then fit. A grant that reaches the client after its waiter has gone is
-// released, unless a look had made it a hold here already.
+// given back at once, so that it passes on. Every grant names its waiter
+// (a lock's granted key, a shared resource's hold) until the
+// waiter's look claims it or its leave gives back its one count: a grant
+// message is given back by that leave (handBack), a grant a look reported
+// by a release. So a grant goes back once, and never with another call's
+// count of the same owner. A waiter that stops waiting leaves the queue; at
+// the head of a shared resource's queue, its leave admits those
+// behind it that then fit. A grant that reaches the client after its
+// waiter has gone is handed back the same way, unless a look had made it a
+// hold here already.
 //
 // Holding. A confirmed acquire or renewal moves the hold's validity, which
 // only rises; the hold ends at its validity unless a renewal moved it. The
@@ -180,9 +184,10 @@ package rlock
 // re-enters an RW read handle of "orders", and rw.Lock can find a read
 // handle of its own RW lock in its ctx.
 //
-// RWLock (rwlock.go) adds its two modes; ErrUpgrade, for rw.Lock whose ctx
-// carries a read handle and no write handle of the same RW lock (found by
-// identity, as handleIn finds a handle); a read granted at once inside a
+// RWLock (rwlock.go) adds its two modes; ErrUpgrade, for rw.Lock whose
+// ctx's innermost handle of the same RW lock is a read (found by key, as
+// handleIn finds a handle: the innermost decides, those further out are
+// not looked at; see owner.go); a read granted at once inside a
 // write hold, and kept after the write's Unlock with its Context
 // (downgrade); DoRead and Do
 // as Client.Do. Semaphore (semaphore.go) adds its mode, whose acquire

@@ -54,12 +54,6 @@ func (a *attempt) undo(ctx context.Context, requestID string) {
 	}
 }
 
-// releaseLater gives back one count of owner's hold of ID id in the
-// background, retrying while Redis is unreachable, for up to the lease.
-func (a *attempt) releaseLater(owner string, id uint64) {
-	a.c.background.run(a.lease, func(ctx context.Context) { releaseRetrying(ctx, a.res, owner, id) })
-}
-
 // releaseRetrying gives back one count of owner's hold of ID id on res,
 // resending the release under one request ID (which replays it) while its
 // reply is lost, until ctx ends. A clean-up has no caller to retry it:
@@ -131,27 +125,44 @@ func (a *attempt) leaveNow(w reentrant.Waiter) {
 }
 
 // giveBack gives back hold g, a grant that arrived dead, so that it
-// passes on at once: one an acquire's reply reported by a release of it,
-// one a message granted by handBack (a shared resource's hold names
-// the waiter until its look or leave, and may carry the counts of other
-// waiters of the owner, which only the waiter's leave tells apart). If it
+// passes on at once: one an acquire's reply reported (its look claimed it)
+// by a release of it, one a message granted by handBack (the grant names
+// the waiter until its look or leave, and the hold may carry the counts of
+// other calls of the owner, which only the waiter's leave tells apart). If it
 // cannot be confirmed within ctx it goes on in the background, and a call
 // with an owner of its own takes a new one: its next look must not find
 // the dead grant and report it as its own.
 func (a *attempt) giveBack(ctx context.Context, g holdGrant) {
-	owner, req := a.owner, newRequestID()
-	back := func(ctx context.Context) error {
-		if g.to.ID == "" {
-			_, err := a.res.release(ctx, owner, g.id, req)
-			return err
-		}
-		return a.res.(batonResource).handBack(ctx, owner, g, req, a.lease, a.newOwner)
-	}
+	back := a.back(g)
 	if back(ctx) == nil {
 		return
 	}
 	a.c.background.run(a.lease, func(ctx context.Context) { _ = untilAnswered(ctx, back) })
 	a.remake(a.c)
+}
+
+// giveBackLater gives back grant g in the background, retrying while
+// Redis is unreachable, for up to the lease.
+func (a *attempt) giveBackLater(g holdGrant) {
+	back := a.back(g)
+	a.c.background.run(a.lease, func(ctx context.Context) { _ = untilAnswered(ctx, back) })
+}
+
+// back is one try of the give-back of grant g, the one way for how it was
+// granted: a release of a grant an acquire's reply reported (its look
+// claimed it, or it was never named), whose tries share one request ID;
+// the hand-back of one a message granted, which its waiter's leave would
+// give back too (see handBack). Any other way would give back a count
+// twice, or another call's count of the owner.
+func (a *attempt) back(g holdGrant) func(context.Context) error {
+	owner, req := a.owner, newRequestID()
+	return func(ctx context.Context) error {
+		if g.to.ID == "" {
+			_, err := a.res.release(ctx, owner, g.id, req)
+			return err
+		}
+		return a.res.(batonResource).handBack(ctx, owner, g, a.lease, a.newOwner)
+	}
 }
 
 // cleanups runs the clean-ups above in the background, where the call

@@ -80,11 +80,11 @@ func (c *Client) unclaimedGrant(_, msg string) {
 	id, _, _ := strings.Cut(msg, " ")
 	hg := holdGrant{id: g.HoldID(), token: g.Token, to: res.waiter(id, c.id)}
 	// The granted hold's lease is its waiter's, unknown here: the watchdog's
-	// bounds the retries.
-	req := newRequestID()
+	// bounds the retries. So is whether its owner was made for the call:
+	// the leave is the same for both.
 	c.background.run(c.cfg.watchdogLease, func(ctx context.Context) {
 		_ = untilAnswered(ctx, func(ctx context.Context) error {
-			return res.handBack(ctx, g.Owner, hg, req, c.cfg.watchdogLease, false)
+			return res.handBack(ctx, g.Owner, hg, c.cfg.watchdogLease, false)
 		})
 	})
 }

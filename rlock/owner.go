@@ -10,14 +10,18 @@ import (
 // The owner policy: who a call acts as. Every rule of it is in this file.
 //
 // A call acts as one owner, and its hold is that owner's hold. For a call
-// on resource mode res with ctx, the owner is, first that applies:
-//   - that of the handle of res from this Client that ctx carries: the
-//     call re-enters through it (callOwner.via);
-//   - for an RW lock's read, that of a write handle of the same RW lock
-//     ctx carries: a read inside the write;
-//   - WithOwner's, a given owner: one the caller chose, for calls and
-//     processes to act as one;
-//   - one made for the call (Client.newOwner), which no other call shares.
+// on resource mode res with ctx, the innermost handle from this Client of
+// res's resource (either mode of an RW lock) that ctx carries decides, if
+// any; the handles further out are not looked at:
+//   - a handle of res: the call re-enters through it (callOwner.via); one
+//     that has finished is refused (ErrNotHeld, see hold.takeTurn);
+//   - for an RW lock's read, a write handle: a read inside the write, as
+//     its owner;
+//   - for an RW lock's write, a read handle: ErrUpgrade;
+//   - a handle of the other mode that has finished: refused, with its end.
+// A ctx with none acts as WithOwner's owner, a given owner: one the caller
+// chose, for calls and processes to act as one; else as one made for the
+// call (Client.newOwner), which no other call shares.
 //
 // A semaphore's Acquire always acts as an owner made for it: permits are
 // counted, not re-entered, so a Permit's Context gives no owner, and
@@ -31,6 +35,9 @@ type ownerRule struct {
 	// insideWrite, for an RW lock's read, is the RW lock's write mode: a
 	// write handle of it in ctx gives the owner.
 	insideWrite *sharedMode
+	// underRead, for an RW lock's write, is the RW lock's read mode: a
+	// read handle of it in ctx is ErrUpgrade.
+	underRead *sharedMode
 	// ownOnly: the call always acts as an owner made for it (a
 	// semaphore's Acquire); WithOwner is refused.
 	ownOnly bool
@@ -46,8 +53,9 @@ type callOwner struct {
 	via *handle
 }
 
-// ownerOf is the owner of a call on res with ctx under rule, or
-// ErrInvalidOption for a WithOwner the rule refuses.
+// ownerOf is the owner of a call on res with ctx under rule, or the error
+// that refuses the call: ErrInvalidOption for a WithOwner the rule
+// refuses, ErrUpgrade, or ErrNotObtained for a finished handle.
 func (c *Client) ownerOf(ctx context.Context, res resource, rule ownerRule) (callOwner, error) {
 	if rule.ownOnly {
 		if _, ok := OwnerFrom(ctx); ok {
@@ -55,18 +63,30 @@ func (c *Client) ownerOf(ctx context.Context, res resource, rule ownerRule) (cal
 		}
 		return callOwner{owner: c.newOwner(), newOwner: true}, nil
 	}
-	if via := c.handleIn(ctx, res.id()); via != nil {
-		return callOwner{owner: via.hold.owner, via: via}, nil
-	}
-	if rule.insideWrite != nil {
-		if w := c.handleIn(ctx, rule.insideWrite.id()); w != nil {
-			return callOwner{owner: w.hold.owner}, nil
-		}
+	if in := c.handleIn(ctx, res.id().key); in != nil {
+		return c.ownerFromHandle(in, res, rule)
 	}
 	if owner, ok := OwnerFrom(ctx); ok {
 		return callOwner{owner: owner}, nil
 	}
 	return callOwner{owner: c.newOwner(), newOwner: true}, nil
+}
+
+// ownerFromHandle is the owner of a call on res whose ctx's innermost
+// handle of res's resource is in (see the policy above).
+func (c *Client) ownerFromHandle(in *handle, res resource, rule ownerRule) (callOwner, error) {
+	mode := in.hold.res.id().mode
+	if mode == res.id().mode {
+		return callOwner{owner: in.hold.owner, via: in}, nil
+	}
+	if err := in.hold.handles.checkReentry(in); err != nil {
+		return callOwner{}, fmt.Errorf("%w: %q: the innermost handle in ctx, a %s, has ended: %w", ErrNotObtained, res.name(), mode, err)
+	}
+	if rule.underRead != nil && mode == rule.underRead.id().mode {
+		return callOwner{}, fmt.Errorf("%w: %q", ErrUpgrade, res.name())
+	}
+	// Only an RW lock has two modes, and a read's rule names the write.
+	return callOwner{owner: in.hold.owner}, nil
 }
 
 // remake replaces an owner made for the call by a new one, so that the

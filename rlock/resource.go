@@ -62,9 +62,8 @@ type batonResource interface {
 	// holdRef names owner's hold of ID id for the watchdog's batch.
 	holdRef(owner string, id uint64) reentrant.HoldRef
 	// handBack gives back hold g, granted by a message to waiter g.to of
-	// owner, queued with lease, which no call will take. Its tries share
-	// requestID, so that a resent one replays.
-	handBack(ctx context.Context, owner string, g holdGrant, requestID string, lease time.Duration, newOwner bool) error
+	// owner, queued with lease, which no call will take.
+	handBack(ctx context.Context, owner string, g holdGrant, lease time.Duration, newOwner bool) error
 }
 
 // resourceID tells resources apart within a Client: the Redis key that
@@ -204,8 +203,12 @@ func (p *plainLock) holdRef(owner string, id uint64) reentrant.HoldRef {
 	return reentrant.HoldRef{Keys: p.keys, Owner: owner, Token: id}
 }
 
-// handBack releases the granted hold: a lock's token is its grant's own.
-func (p *plainLock) handBack(ctx context.Context, owner string, g holdGrant, requestID string, _ time.Duration, _ bool) error {
-	_, err := p.release(ctx, owner, g.id, requestID)
-	return err
+// handBack leaves g's waiter: its leave gives back the count the message
+// granted it while the grant still names it (a lock's granted key, a
+// shared resource's hold), and no other call's; a look that claimed
+// the grant has unnamed it, and its caller gives the count back by
+// release. So the two paths never both give back. It is harmless to
+// repeat, with no request ID.
+func (b batonScripts) handBack(ctx context.Context, owner string, g holdGrant, lease time.Duration, newOwner bool) error {
+	return b.leave(ctx, g.to, owner, lease, newOwner)
 }

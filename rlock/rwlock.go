@@ -105,20 +105,20 @@ func (rw *RWLock) Do(ctx context.Context, fn func(ctx context.Context) error, op
 }
 
 // obtain is RLock and Lock (blocking), TryRLock and TryLock, in mode f.
-// The owner (owner.go) is that of the handle of f in ctx (a re-entry), else that of a
-// write handle of this lock in ctx (a read inside the write), else as for
-// a plain lock. A write whose ctx carries a read handle and no write
-// handle is ErrUpgrade, as is one whose owner holds only a read here.
+// The owner (owner.go) is given by the innermost handle of this lock in
+// ctx: of f, a re-entry; a write for a read, a read inside the write; a
+// read for a write is ErrUpgrade. Else it is as for a plain lock, and a
+// write whose owner holds only a read here is ErrUpgrade too.
 func (rw *RWLock) obtain(ctx context.Context, f *sharedMode, opts []LockOption, blocking bool) (*handle, error) {
-	var rule ownerRule
+	rule := ownerRule{underRead: rw.read}
 	if f == rw.read {
-		rule.insideWrite = rw.write
+		rule = ownerRule{insideWrite: rw.write}
 	}
 	a, err := rw.c.prepare(ctx, opts, rule, func(time.Duration) (resource, error) { return f, rw.err })
 	if err != nil {
 		return nil, err
 	}
-	if a.via == nil && f == rw.write && (rw.c.handleIn(ctx, rw.read.id()) != nil || rw.holdsOnlyRead(a.owner)) {
+	if a.via == nil && f == rw.write && rw.holdsOnlyRead(a.owner) {
 		return nil, fmt.Errorf("%w: %q", ErrUpgrade, rw.read.name())
 	}
 	return a.run(blocking)

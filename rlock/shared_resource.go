@@ -57,13 +57,6 @@ func (f *sharedMode) holdRef(owner string, id uint64) reentrant.HoldRef {
 	return f.mode.HoldRef(owner, id)
 }
 
-// handBack leaves g's waiter: its leave gives back the count the message
-// granted it while the hold still names it, and no other waiter's; it is
-// harmless to repeat, with no request ID.
-func (f *sharedMode) handBack(ctx context.Context, owner string, g holdGrant, _ string, lease time.Duration, newOwner bool) error {
-	return f.leave(ctx, g.to, owner, lease, newOwner)
-}
-
 // forceReleaseShared ends every hold of the shared resource k (every
 // mode of it), whoever holds it, and grants what then fits of its queue;
 // it reports how many holds it ended. This Client's holds of k that have

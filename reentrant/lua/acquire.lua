@@ -6,7 +6,8 @@
 -- KEYS[1] hash: the lock hash (field = owner, value = hold count)
 -- KEYS[2] fence: the fencing-token counter
 -- KEYS[3] queue: the waiters, oldest first, one record each
--- KEYS[4] granted: the last grant to a given owner's waiter, "<id> <token>"
+-- KEYS[4] granted: the last grant to a waiter, "<id> <token>", until the
+--         waiter claims it (see grant)
 -- KEYS[5] req: the request key, which remembers this request's result so
 --         that a retried call replays it; absent when newOwner
 -- The hold asked for:
@@ -71,10 +72,21 @@ if count then
   local held = redis.call('get', fence)
   -- A new owner can only hold the lock through this same call: a resent
   -- command, a re-check after a grant, or a grant it was handed. A given
-  -- owner's waiter checks that the grant was its own. Either reports that
-  -- hold and counts nothing; a waiter's look confirms the grant, whose
-  -- lease may hold only until confirmed (see grant).
-  if newOwner or waiter ~= '' and redis.call('get', granted) == waiter .. ' ' .. (held or '') then
+  -- owner's waiter knows its grant by the granted key, which names the
+  -- waiter until it claims the grant here. Either reports that hold and
+  -- counts nothing; a waiter's look confirms the grant, whose lease may
+  -- hold only until confirmed (see grant).
+  local claims = waiter ~= '' and redis.call('get', granted) == waiter .. ' ' .. (held or '')
+  if newOwner or claims then
+    if claims then
+      -- Claimed: the key names the waiter no more, so neither its leave nor
+      -- the hand-back of its grant message gives a count back; a resend of
+      -- this look replays it, and so does an undo.
+      redis.call('del', granted)
+      if not newOwner then
+        redis.call('set', req, count .. ':' .. held, 'px', requestMs)
+      end
+    end
     if waiter ~= '' and pttl < tonumber(leaseMs) then
       redis.call('pexpire', hash, leaseMs)
       keepFence(fence, leaseMs)

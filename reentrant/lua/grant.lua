@@ -64,12 +64,13 @@ local function grant(hash, fence, queue, granted, publish, self, last)
       -- The caller's own grant is confirmed by this very call.
       local lease = w.id == self and w.l or w.u
       take(hash, fence, w.o, lease, token)
-      if w.given then
-        -- Its owner holding the lock does not tell this waiter that the
-        -- grant was its own, as it does for an owner made for one call: a
-        -- waiter that missed the message finds its grant here.
-        redis.call('set', granted, w.id .. ' ' .. formatToken(token), 'px', lease)
-      end
+      -- The key names the waiter until its look claims the grant or its
+      -- leave gives the count back, whichever comes first: a waiter that
+      -- missed the message finds its grant here, and the grant's one count
+      -- is given back once, never another call's count of a given owner.
+      -- Every waiter is named, one of a made owner too: the hand-back of a
+      -- grant message cannot tell the two apart.
+      redis.call('set', granted, w.id .. ' ' .. formatToken(token), 'px', lease)
       return w.id, token
     end
   end
@@ -87,6 +88,7 @@ local function passOn(hash, fence, queue, granted, publish, last)
   if id then
     return false
   end
-  redis.call('del', hash)
+  -- The granted key goes with the hold whose grant it names.
+  redis.call('del', hash, granted)
   return left
 end

@@ -5,7 +5,7 @@
 -- KEYS[3] req: the request key, which remembers this request's result so
 --         that a retried call replays it
 -- KEYS[4] queue: the waiters
--- KEYS[5] granted: the last grant to a given owner's waiter
+-- KEYS[5] granted: the last grant to a waiter, until it claims it
 -- ARGV[1] owner: the owner leaving a hold
 -- ARGV[2] token: the token of its hold
 -- ARGV[3] requestMs: how long the request key lasts, in ms
@@ -45,7 +45,9 @@ end
 -- published. (Its record is the string '0': a Lua number would be printed,
 -- which costs the server more than the SET.)
 if redis.call('exists', queue) == 0 then
-  redis.call('del', hash)
+  -- The granted key goes with the hold whose grant it names (a grant a
+  -- message made a hold, which no look claimed).
+  redis.call('del', hash, granted)
   redis.call('set', req, '0', 'px', requestMs)
   return 0
 end
