@@ -19,6 +19,10 @@ import (
 func demote(t *testing.T, master, replica *redistest.Server) {
 	t.Helper()
 	ctx := testCtx(t)
+	// The old master's sync with the new one must end well within the
+	// write's lease (see TestWritableDemotedMasterGrantsAndTakesNothing):
+	// a full sync would first wait out the default 5 s diskless delay.
+	require.NoError(t, replica.Admin().ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err())
 	require.NoError(t, replica.Admin().ReplicaOf(ctx, "no", "one").Err())
 	require.NoError(t, master.Admin().ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(replica.Port)).Err())
 	require.Eventually(t, func() bool {
@@ -40,7 +44,11 @@ func TestWritableDemotedMasterGrantsAndTakesNothing(t *testing.T) {
 	master := redistest.Start(t, "--replica-read-only", "no")
 	replica := redistest.StartReplica(t, master)
 	holder, reader := newClient(t, master), newClient(t, master)
-	w, err := holder.RWLock("demoted").Lock(ctx, WithLease(time.Second))
+	// The release must be sent while the write is valid, after the
+	// demotion: 3 s holds the demotion (a partial sync, tens of ms idle;
+	// over 1 s in 2 runs of 8 on the suite's load, when a 1 s lease
+	// here let Unlock find the hold already ended and send nothing).
+	w, err := holder.RWLock("demoted").Lock(ctx, WithLease(3*time.Second))
 	require.NoError(t, err)
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
@@ -51,7 +59,7 @@ func TestWritableDemotedMasterGrantsAndTakesNothing(t *testing.T) {
 
 	unlocked := w.Unlock(ctx)
 	writer := newClient(t, replica)
-	wl, err := writer.RWLock("demoted").Lock(ctx, WaitAtMost(5*time.Second))
+	wl, err := writer.RWLock("demoted").Lock(ctx, WaitAtMost(10*time.Second))
 	require.NoError(t, err, "the write's lease ended on the new master")
 	// The read, granted on the demoted master, would have come at once, long
 	// before the write's lease ended on the new master.
