@@ -29,7 +29,7 @@ package rlock
 // told.
 const (
 	// ACLRules is what a client on a single Redis node needs.
-	ACLRules = "+evalsha +eval +subscribe +ping +info|replication " +
+	ACLRules = "+evalsha +eval +subscribe +ping +info|replication +wait " +
 		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
 		"+rpush +lpop +lindex +lpos +lrem +publish " +
 		"+hmget +hdel +lrange +ltrim +llen +pexpireat +zadd +zrem +zscore +zcard +zrange +zrangebyscore ~baton:* &baton:*"
@@ -41,7 +41,7 @@ const (
 	// during a slot migration with ASKING (without it, renewals fail until
 	// the migration ends). With WithClassicPubSub, use ACLRules plus
 	// +cluster|slots +command +asking.
-	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +info|replication +cluster|slots +command +asking " +
+	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +info|replication +wait +cluster|slots +command +asking " +
 		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
 		"+rpush +lpop +lindex +lpos +lrem +spublish " +
 		"+hmget +hdel +lrange +ltrim +llen +pexpireat +zadd +zrem +zscore +zcard +zrange +zrangebyscore ~baton:* &baton:*"

@@ -80,7 +80,10 @@ func (r *renewal) stop() {
 // watchLost is the watchdog's loss signal for h.
 func (h *hold) watchLost(cause error) {
 	what := "renewal found it not held"
-	if !errors.Is(cause, watchdog.ErrNotHeld) {
+	switch {
+	case errors.Is(cause, ErrNotReplicated):
+		what = "its lease ran out before replicas acknowledged a renewal"
+	case !errors.Is(cause, watchdog.ErrNotHeld):
 		what = "its lease ran out before a renewal was confirmed"
 	}
 	h.cutOff(h.lost(what))
@@ -92,7 +95,43 @@ func (h *hold) watchLost(cause error) {
 // slots go in different calls on a single node too: that keeps every call
 // valid on a cluster, at the cost of a few calls more in one round trip. A
 // hold no longer held is watchdog.ErrNotHeld, the watchdog's word for it.
+//
+// A renewal counts only once replicas have acknowledged it (see
+// WithReplicaAcks): one that is not is a transient error, which extends
+// nothing.
 func (c *Client) renew(ctx context.Context, batch []*hold) []error {
+	errs := c.renewScripts(ctx, batch)
+	c.acknowledge(ctx, batch, errs)
+	return errs
+}
+
+// acknowledge has the renewals of batch that succeeded acknowledged by
+// replicas, one acknowledgement per master, and records in errs why one
+// was not.
+func (c *Client) acknowledge(ctx context.Context, batch []*hold, errs []error) {
+	if c.acks == nil {
+		return
+	}
+	byMaster := map[string]error{} // a master's address → its acknowledgement's error
+	for i, h := range batch {
+		if errs[i] != nil {
+			continue
+		}
+		key := h.res.id().key
+		_, addr, err := c.acks.master(ctx, key)
+		if err == nil {
+			var done bool
+			if err, done = byMaster[addr]; !done {
+				err = c.acks.replicated(ctx, key)
+				byMaster[addr] = err
+			}
+		}
+		errs[i] = err
+	}
+}
+
+// renewScripts runs the renewal scripts of batch in the client's format.
+func (c *Client) renewScripts(ctx context.Context, batch []*hold) []error {
 	if c.wire != nil {
 		return c.wire.renew(ctx, c, batch)
 	}
