@@ -168,3 +168,68 @@ func TestReplicaAcksWaitRefused(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, 1, strings.Count(logs.String(), "refuses WAIT"), logs.String())
 }
+
+// Every kind of grant waits for the acknowledgement: a grant of the RW
+// lock, the semaphore or a wire-mode lock that no replica acknowledged is
+// given back, so once the replica is back the whole resource is free.
+func TestReplicaAcksEveryKindOfGrant(t *testing.T) {
+	type take func(ctx context.Context, c *Client) (func(context.Context) error, error)
+	write := func(ctx context.Context, c *Client) (func(context.Context) error, error) {
+		l, err := c.RWLock("rw").Lock(ctx)
+		return unlockOf(l), err
+	}
+	kinds := map[string]struct {
+		opts  []Option
+		take  take
+		whole take // takes what take would have left held; take if nil
+	}{
+		"write": {take: write},
+		"read": {whole: write, take: func(ctx context.Context, c *Client) (func(context.Context) error, error) {
+			l, err := c.RWLock("rw").RLock(ctx)
+			return unlockOf(l), err
+		}},
+		"permits": {take: func(ctx context.Context, c *Client) (func(context.Context) error, error) {
+			p, err := c.Semaphore("sem", 2).Acquire(ctx, 2)
+			if p == nil {
+				return nil, err
+			}
+			return p.Release, err
+		}},
+		"wire": {opts: []Option{WithRedissonWire("")}, take: func(ctx context.Context, c *Client) (func(context.Context) error, error) {
+			l, err := c.Lock(ctx, "wired")
+			return unlockOf(l), err
+		}},
+	}
+	for kind, k := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx, srv := serve(t)
+			replica := redistest.StartReplica(t, srv)
+			c := newClient(t, srv, append(k.opts, WithReplicaAcks(1, 100*time.Millisecond))...)
+			replica.Pause()
+			release, err := k.take(ctx, c)
+			replica.Resume()
+			require.Nil(t, release)
+			require.ErrorIs(t, err, ErrNotObtained)
+			require.ErrorIs(t, err, ErrNotReplicated)
+
+			whole := k.whole
+			if whole == nil {
+				whole = k.take
+			}
+			// A hold left behind would last the watchdog lease (30s).
+			wholeCtx, cancel := context.WithTimeout(ctx, DefaultWatchdogLease/3)
+			defer cancel()
+			release, err = whole(wholeCtx, c) // waits unless nothing was left held
+			require.NoError(t, err)
+			require.NoError(t, release(ctx))
+		})
+	}
+}
+
+// unlockOf is l's Unlock, or nil for no lock.
+func unlockOf(l *Lock) func(context.Context) error {
+	if l == nil {
+		return nil
+	}
+	return l.Unlock
+}
