@@ -98,21 +98,23 @@ func newReplicaAcks(rdb redis.UniversalClient, cfg config) (*replicaAcks, error)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
-	if err := rdb.Do(ctx, "wait", 0, 0).Err(); refusesWait(err) {
+	if err := rdb.Do(ctx, "wait", 0, 0).Err(); refuses(err) {
 		return nil, fmt.Errorf("%w: WithReplicaAcks(%d, %v): %w", ErrReplicaAcksUnsupported, a.n, a.timeout, err)
 	}
 	return r, nil
 }
 
-// refusesWait reports whether err is a server's refusal of WAIT: it does
-// not know the command, or the user may not run it.
-func refusesWait(err error) bool {
+// refuses reports whether err is a server's refusal of a command
+// acknowledgements need (WAIT, INFO replication): it does not know it, or
+// the user may not run it.
+func refuses(err error) bool {
 	var reply redis.Error
 	if !errors.As(err, &reply) {
 		return false
 	}
 	msg := reply.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command")
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
+		strings.Contains(msg, "not supported")
 }
 
 // replicated returns once the master of key has had the writes made so far
@@ -143,7 +145,7 @@ func (r *replicaAcks) replicated(ctx context.Context, key string) error {
 		return nil
 	case err == nil:
 		err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, got, n, r.timeout)
-	case r.n == 0 && refusesWait(err):
+	case r.n == 0 && refuses(err):
 		r.turnOff(err)
 		return nil
 	}
@@ -175,6 +177,10 @@ func (r *replicaAcks) wanted(ctx context.Context, node *redis.Client, addr strin
 	r.mu.Unlock()
 	if !ok || time.Since(c.readAt) >= replicaRecheck {
 		info, err := node.Info(ctx, "replication").Result()
+		if refuses(err) {
+			r.turnOff(err) // a server that cannot tell its replicas
+			return 0, nil
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -207,12 +213,12 @@ func (r *replicaAcks) forget(addr string) {
 }
 
 // turnOff turns the default's acknowledgements off for good, for a server
-// that refuses WAIT, and says so once.
+// that refuses WAIT or INFO replication, and says so once.
 func (r *replicaAcks) turnOff(cause error) {
 	if r.off.Swap(true) || r.logger == nil {
 		return
 	}
-	r.logger.Warn("rlock: the server refuses WAIT: replica acknowledgements are off", "cause", cause)
+	r.logger.Warn("rlock: the server refuses WAIT or INFO replication: replica acknowledgements are off", "cause", cause)
 }
 
 // ackKey is the key an acknowledgement of a hold on key writes: in key's

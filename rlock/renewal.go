@@ -80,11 +80,8 @@ func (r *renewal) stop() {
 // watchLost is the watchdog's loss signal for h.
 func (h *hold) watchLost(cause error) {
 	what := "renewal found it not held"
-	switch {
-	case errors.Is(cause, ErrNotReplicated):
-		what = "its lease ran out before replicas acknowledged a renewal"
-	case !errors.Is(cause, watchdog.ErrNotHeld):
-		what = "its lease ran out before a renewal was confirmed"
+	if !errors.Is(cause, watchdog.ErrNotHeld) {
+		what = h.leaseRanOut()
 	}
 	h.cutOff(h.lost(what))
 }
@@ -127,6 +124,7 @@ func (c *Client) acknowledge(ctx context.Context, batch []*hold, errs []error) {
 			}
 		}
 		errs[i] = err
+		h.validity.unacked.Store(errors.Is(err, ErrNotReplicated))
 	}
 }
 

@@ -163,9 +163,11 @@ func (a *attempt) confirm(ctx context.Context, h *hold) {
 	switch {
 	case err == nil && ok:
 		// Only an acknowledged renewal extends the validity.
-		if a.c.acks.replicated(ctx, a.res.id().key) == nil {
+		err := a.c.acks.replicated(ctx, a.res.id().key)
+		if err == nil {
 			h.validity.extend(validUntil(sent, a.lease))
 		}
+		h.validity.unacked.Store(errors.Is(err, ErrNotReplicated))
 	case err == nil && !h.handles.givenUp():
 		h.cutOff(h.lost("renewal found it not held"))
 	}
