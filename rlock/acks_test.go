@@ -93,7 +93,7 @@ func TestReplicaAcksBadInput(t *testing.T) {
 func TestReplicaAcksHandOffWaitsForTheAck(t *testing.T) {
 	ctx, srv := serve(t)
 	replica := redistest.StartReplica(t, srv)
-	c := newClient(t, srv, WithReplicaAcks(1, 200*time.Millisecond))
+	c := newClient(t, srv, WithReplicaAcks(1, time.Second))
 	holder, err := c.Lock(ctx, "handoff")
 	require.NoError(t, err, "acknowledged by the running replica")
 	res := lockInBackground(ctx, c, "handoff")
@@ -112,7 +112,11 @@ func TestReplicaAcksHandOffWaitsForTheAck(t *testing.T) {
 func TestReplicaAcksUnacknowledgedRenewalsLoseTheHold(t *testing.T) {
 	ctx, srv := serve(t)
 	replica := redistest.StartReplica(t, srv)
-	c := newClient(t, srv, WithReplicaAcks(1, 50*time.Millisecond), WithWatchdogLease(600*time.Millisecond))
+	// The acquire's ack, from a running replica, must come within the
+	// timeout on a loaded machine (50ms did not always); a renewal's
+	// failed ack must be recorded (one tick, lease/3, plus the timeout)
+	// well before the validity passes (the lease, less 1%).
+	c := newClient(t, srv, WithReplicaAcks(1, 300*time.Millisecond), WithWatchdogLease(3*time.Second))
 	l, err := c.Lock(ctx, "renewed")
 	require.NoError(t, err)
 	replica.Pause()
