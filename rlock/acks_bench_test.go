@@ -13,7 +13,8 @@ import (
 // BenchmarkReplicaAcks compares, on a master with one replica, replica
 // acknowledgements off and on in one run: an uncontended Lock+Unlock
 // (ns/op), and a hot key that 8 goroutines of one client take in turn
-// (acq/s, and the p99 of a Lock's wait as wait-p99-ns).
+// (acq/s, and the p99 of a Lock's wait as wait-p99-ns), and the idle
+// hand-off gap of BenchmarkIdleHandOff.
 func BenchmarkReplicaAcks(b *testing.B) {
 	srv := redistest.Start(b)
 	redistest.StartReplica(b, srv)
@@ -33,6 +34,7 @@ func BenchmarkReplicaAcks(b *testing.B) {
 			}
 		})
 		b.Run("hotkey/acks="+mode.name, func(b *testing.B) { benchmarkHotKey(b, c) })
+		b.Run("handoff/acks="+mode.name, func(b *testing.B) { benchmarkIdleHandOff(b, srv, mode.opt) })
 	}
 }
 
