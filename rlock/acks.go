@@ -31,6 +31,9 @@ const ackKeyTTL = 10 * time.Second
 // WithReplicaAcks makes a hold count only once at least n replicas of the
 // master have acknowledged the writes that made or extended it, within
 // timeout: a free acquire, a re-entry, a hand-off grant and every renewal.
+// timeout must be below the Redis client's ReadTimeout, which bounds
+// WAIT's reply; the default's is DefaultReplicaAckTimeout, or half the
+// ReadTimeout if that is less.
 // A grant not acknowledged in time is given back, and Lock returns an
 // error matching ErrNotObtained and ErrNotReplicated; a renewal not
 // acknowledged does not extend the hold's validity. WithReplicaAcks(0, 0)
@@ -92,9 +95,17 @@ func newReplicaAcks(rdb redis.UniversalClient, cfg config) (*replicaAcks, error)
 		return nil, nil
 	}
 	r := &replicaAcks{rdb: rdb, n: a.n, timeout: a.timeout, logger: cfg.logger, replicas: map[string]replicaCount{}}
+	read := readTimeout(rdb)
 	if !a.set {
 		r.timeout = DefaultReplicaAckTimeout
+		if read > 0 {
+			r.timeout = min(r.timeout, read/2)
+		}
 		return r, nil
+	}
+	if read > 0 && a.timeout >= read {
+		return nil, fmt.Errorf("%w: WithReplicaAcks(%d, %v): the timeout must be below the client's ReadTimeout (%v), which bounds the reply to WAIT",
+			ErrInvalidOption, a.n, a.timeout, read)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
@@ -102,6 +113,18 @@ func newReplicaAcks(rdb redis.UniversalClient, cfg config) (*replicaAcks, error)
 		return nil, fmt.Errorf("%w: WithReplicaAcks(%d, %v): %w", ErrReplicaAcksUnsupported, a.n, a.timeout, err)
 	}
 	return r, nil
+}
+
+// readTimeout is rdb's ReadTimeout: how long go-redis waits for a
+// pipeline's replies, WAIT's included; 0 or less for no bound.
+func readTimeout(rdb redis.UniversalClient) time.Duration {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		return c.Options().ReadTimeout
+	}
+	return 0
 }
 
 // refuses reports whether err is a server's refusal of a command
@@ -135,8 +158,8 @@ func (r *replicaAcks) replicated(ctx context.Context, key string) error {
 	}
 	pipe := node.Pipeline()
 	pipe.Set(ctx, ackKey(key), 1, ackKeyTTL)
-	// WAIT's timeout must end before go-redis's read timeout does, which
-	// bounds the pipeline's reply.
+	// WAIT's timeout ends before go-redis's read timeout does, which
+	// bounds the pipeline's replies (see newReplicaAcks).
 	wait := pipe.Do(ctx, "wait", n, r.timeout.Milliseconds())
 	_, _ = pipe.Exec(ctx)
 	got, err := wait.Int64()

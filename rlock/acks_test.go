@@ -80,7 +80,8 @@ func TestReplicaAcksDefaultFollowsTheReplicaCount(t *testing.T) {
 // WithReplicaAcks rejects what it cannot mean.
 func TestReplicaAcksBadInput(t *testing.T) {
 	_, srv := serve(t)
-	for _, o := range []Option{WithReplicaAcks(-1, time.Second), WithReplicaAcks(1, 0), WithReplicaAcks(0, -time.Second)} {
+	for _, o := range []Option{WithReplicaAcks(-1, time.Second), WithReplicaAcks(1, 0), WithReplicaAcks(0, -time.Second),
+		WithReplicaAcks(1, srv.Client().Options().ReadTimeout)} {
 		_, err := New(srv.Client(), o)
 		require.ErrorIs(t, err, ErrInvalidOption)
 	}
@@ -236,4 +237,31 @@ func unlockOf(l *Lock) func(context.Context) error {
 		return nil
 	}
 	return l.Unlock
+}
+
+// An acquire whose reply is lost is resent by go-redis and replays: with a
+// running replica the replay is acknowledged (its ack covers the first
+// run's write, made on another connection) and counts once; with the
+// replica stopped it is given back whole.
+func TestReplicaAcksResentAcquire(t *testing.T) {
+	ctx, srv := serve(t)
+	replica := redistest.StartReplica(t, srv)
+	c, px := resendClient(ctx, t, srv, WithReplicaAcks(1, 100*time.Millisecond)) // below its ReadTimeout
+
+	px.DropNextReply(isScript("acquire"), false)
+	l, err := c.Lock(ctx, "resent")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, px.Dropped(), "the acquire's reply was lost and resent")
+	st, err := c.Inspect(ctx, "resent")
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{l.Owner(): 1}, st.Holders, "the resend counted once")
+	require.NoError(t, l.Unlock(ctx))
+
+	replica.Pause()
+	t.Cleanup(replica.Resume)
+	px.DropNextReply(isScript("acquire"), false)
+	l, err = c.Lock(ctx, "resent")
+	require.Nil(t, l)
+	require.EqualValues(t, 2, px.Dropped())
+	requireNotReplicated(ctx, t, srv, "resent", err)
 }
