@@ -8,8 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// acquireScript runs lua/acquire.lua.
-var acquireScript = grantingScript("acquire.lua")
+// acquireScript runs lua/acquire.lua, and lua/acquire_queue.lua when the
+// lock is held or queued for (see freePathScript).
+var acquireScript = freePathScript([]string{"master.lua", "token.lua", "acquire.lua"}, "acquire_queue.lua")
 
 // AcquireResult is the outcome of one acquire attempt.
 type AcquireResult struct {
@@ -90,7 +91,10 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
+	if !newOwner {
+		keys = append(keys, k.RequestKey(requestID))
+	}
 	a := acquireArgs{owner: owner, token: token, leaseMs: ms, newOwner: newOwner,
 		requestMs: k.requestTTL.Milliseconds(), publish: k.publish}
 	if w.ID != "" {
@@ -133,10 +137,14 @@ type acquireArgs struct {
 	publish string
 }
 
-// argv is a in acquire.lua's ARGV order.
+// argv is a in acquire.lua's ARGV order; the waiter's only when the call
+// queues.
 func (a acquireArgs) argv() []any {
-	return []any{a.owner, formatToken(a.token), a.leaseMs, wireFlag(a.newOwner), a.requestMs,
-		a.waiter, a.record, a.aliveKey, a.aliveMs, a.publish}
+	args := []any{a.owner, formatToken(a.token), a.leaseMs, wireFlag(a.newOwner), a.requestMs}
+	if a.waiter != "" {
+		args = append(args, a.waiter, a.record, a.aliveKey, a.aliveMs)
+	}
+	return append(args, a.publish)
 }
 
 // acquireOnce runs the acquire script once and reads its reply.

@@ -46,8 +46,9 @@
 // it any more: a lock's hash and a resource's holds with their leases, a
 // queue a waiter's lease after the last look of any of its waiters (a
 // waiter looks at least every third of its lease), request keys after
-// RequestTTL, liveness keys after AliveTTL. The one exception is a
-// semaphore's size (see Multi-holder resources).
+// RequestTTL, liveness keys after AliveTTL, a semaphore's size two leases
+// after the last hold or waiter that depends on it, or after SetSize (see
+// Multi-holder resources).
 //
 // The fencing counter holding token t of a hold of lease L expires at t's
 // time plus 2L (in server ms, PXAT; fenceUntil in lua/token.lua). Every
@@ -186,7 +187,7 @@
 //	<prefix>{N}:K:queue        the waiters, oldest first (Waiter.sharedRecord; expires)
 //	<prefix>{N}:K:fence        the fencing-token counter (expires; see Footprint)
 //	<prefix>{N}:K:ids          the hold-ID counter (expires as a fencing counter; see Footprint)
-//	<prefix>{N}:sem:size       a semaphore's size (never expires)
+//	<prefix>{N}:sem:size       a semaphore's size (expires; see below)
 //	<prefix>{N}:K:req:<id>     a request's remembered result (expires)
 //	<prefix>{N}:K:alive:<client> a client's liveness key
 //
@@ -194,10 +195,22 @@
 // server clock: every script that reads the holds first drops those whose
 // deadline has passed, and the hash and the deadlines expire with the last
 // of them, so an abandoned resource goes by itself, and nothing but the
-// counter, until it expires, and a semaphore's size is left once the last
-// hold is released. The size is what SetMax set for every client; it does
-// not expire, since a size that expired while permits are held would let
-// the next call store its handle's own size, which may be larger.
+// counter and a semaphore's size is left once the last hold is released,
+// until they expire.
+//
+// A semaphore's size is stored by SetSize, or by the first call that finds
+// none, from its handle's size (WithSize). A size found missing is stored
+// again from the next handle, which may be larger: so the size must never
+// expire while a hold or a waiter admitted under it lives. Every script
+// that takes, grants or extends a hold (an acquire, a grant, a waiter's
+// look, a re-entry, a renewal), or queues a waiter, keeps the size for two
+// of that hold's or waiter's leases from then (PEXPIREAT GT, keepSize in
+// lua/shared.lua: one command, only in the scripts that write a deadline);
+// a deadline is at most one lease ahead, so the size outlives every hold's
+// deadline and the queue's expiry, each by its own lease at least. SetSize keeps it for two of
+// the lease it is given (rlock's SetMax: the watchdog lease), and never
+// shortens what holds and waiters kept. Once the semaphore is idle past
+// that, it is new: the next call stores its handle's size.
 //
 // The queue is strictly first in, first out: nobody takes past a waiter,
 // and a grant admits the run of consecutive heads that fit, stopping at
@@ -260,6 +273,15 @@
 // Redisson format's scripts that set a lease run lua/redisson_lease.lua
 // first, whose one rule, that a lock's expiry only moves later, is their
 // one deliberate difference from Redisson's own (see RedissonNamespace).
+// The free path (a Lock+Unlock nobody else holds or waits for) is the
+// common one, and every function a script makes, every key and argument it
+// is passed and every number it prints costs each call server time: so
+// lua/acquire.lua and lua/release.lua run before the library (only
+// lua/master.lua and lua/token.lua before acquire.lua) and end every call
+// that grants nothing; lua/acquire_queue.lua and lua/release_pass.lua,
+// after it, do the rest, reading their head's locals. TestFreePathCommands
+// pins the free path's commands; BenchmarkFreePathServerTime compares its
+// server time with Redisson's scripts.
 // Every script keeps these conventions (the order of arguments holds for
 // the lock's own scripts, not the Redisson ones):
 //   - a header says what it does, then names every key and argument, one
@@ -270,5 +292,8 @@
 //     boolean there, and a duration in ms is named with the suffix Ms;
 //   - arguments come in one order: the owner and its token, the call's own
 //     values, the waiter's, and the publish command last;
-//   - library files define local functions only, and read no KEYS or ARGV.
+//   - library files define local functions only, and read no KEYS or ARGV;
+//   - acquire.lua's waiter arguments and request key are absent from a
+//     call that does not use them (each costs the free path server time);
+//     its publish command is still last.
 package reentrant

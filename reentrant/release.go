@@ -8,8 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// releaseScript runs lua/release.lua.
-var releaseScript = grantingScript("release.lua")
+// releaseScript runs lua/release.lua, and lua/release_pass.lua when the
+// last hold hands the lock on to a queue (see freePathScript).
+var releaseScript = freePathScript([]string{"release.lua"}, "release_pass.lua")
 
 // ReleaseStatus says what a release did.
 type ReleaseStatus int

@@ -28,7 +28,11 @@ type Renewal struct {
 // (see renew_batch.lua).
 func (r Renewal) appendTo(keys []string, args []any) ([]string, []any) {
 	if s := r.share; s != nil {
-		return append(keys, s.keys.Hash, s.keys.Leases), append(args, r.Owner, formatToken(r.Token), string(s.mode))
+		keys = append(keys, s.keys.Hash, s.keys.Leases)
+		if s.keys.Size != "" {
+			keys = append(keys, s.keys.Size)
+		}
+		return keys, append(args, r.Owner, formatToken(r.Token), string(s.mode))
 	}
 	return append(keys, r.Keys.Hash, r.Keys.Fence), append(args, r.Owner, formatToken(r.Token), "")
 }
@@ -44,7 +48,7 @@ func (r Renewal) name() string {
 // renewCall is the keys and arguments of one renewal script call that
 // renews group for a lease of ms.
 func renewCall(group []Renewal, ms int64) ([]string, []any) {
-	keys, args := make([]string, 0, 2*len(group)), make([]any, 0, 3*len(group)+1)
+	keys, args := make([]string, 0, 3*len(group)), make([]any, 0, 3*len(group)+1)
 	for _, r := range group {
 		keys, args = r.appendTo(keys, args)
 	}

@@ -94,6 +94,21 @@ func grantingScript(files ...string) *script {
 	return newScript(luaFiles(slices.Concat(library, files)...)...)
 }
 
+// freePathScript is the script of head, then the library, then tail:
+// head ends every call that needs no grant (the free path among them)
+// before the library's functions are made, which would cost those calls
+// more server time than the rest of their script. tail reads head's
+// locals. A library file head already runs is not run again.
+func freePathScript(head []string, tail string) *script {
+	files := slices.Clone(head)
+	for _, f := range library {
+		if !slices.Contains(head, f) {
+			files = append(files, f)
+		}
+	}
+	return newScript(luaFiles(append(files, tail)...)...)
+}
+
 // sharedScript is the script of files, the last of which is a multi-holder
 // resource's and can grant: the shared library runs first.
 func sharedScript(files ...string) *script {

@@ -126,6 +126,10 @@ func (k SharedKeys) WithSize(size int64) (SharedKeys, error) {
 	return k, nil
 }
 
+// SizeGiven is the size a call stores when Redis has none: WithSize's for
+// a semaphore (0 before it), WriteWeight for a read-write lock.
+func (k SharedKeys) SizeGiven() int64 { return k.size }
+
 // GrantChannel is the channel on which client's waiters get their grants:
 // the plain lock's of the same name, so that a client's grant line serves
 // every kind.

@@ -33,15 +33,25 @@ func (k SharedKeys) handOn(ctx context.Context, rdb redis.Scripter) {
 // queue under it before it returns: a larger size admits waiters at once;
 // a smaller one ends no hold, and admits nobody until the holds take less
 // than it. Repeating it is harmless.
-func (k SharedKeys) SetSize(ctx context.Context, rdb redis.Scripter, size int64) error {
+//
+// The size is kept for two of lease from now, and then for as long as
+// anything depends on it: each hold and waiter keeps it for two of its own
+// lease past its acquire, grant, renewal or look (see the package doc's
+// Multi-holder resources). A semaphore idle past that has no size, and
+// the next call stores its handle's (WithSize).
+func (k SharedKeys) SetSize(ctx context.Context, rdb redis.Scripter, size int64, lease time.Duration) error {
 	if k.Kind != KindSemaphore {
 		return fmt.Errorf("%w: a %s has no size to set", ErrInvalidKind, k.Kind)
 	}
 	if size < 1 || size > MaxSize {
 		return fmt.Errorf("%w: %d, the range is 1 to %d", ErrInvalidSize, size, MaxSize)
 	}
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return err
+	}
 	keys := k.keys(k.HoldIDs)
-	left, err := sharedSetSizeScript.Run(ctx, rdb, keys, size, k.lock.publish).Int64()
+	left, err := sharedSetSizeScript.Run(ctx, rdb, keys, size, ms, k.lock.publish).Int64()
 	if err != nil {
 		return fmt.Errorf("reentrant: set size %s %q: %w", k.Kind, k.Name, err)
 	}

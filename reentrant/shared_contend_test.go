@@ -59,7 +59,7 @@ func contend(t *testing.T, ctx context.Context, rdb *redis.Client, k SharedKeys,
 	}
 	t.Logf("peak %d of %d", peak.Load(), size)
 	require.Empty(t, queued(t, ctx, rdb, k))
-	requireOnlyPersistentKeys(t, ctx, rdb, k)
+	requireOnlyExpiringKeys(t, ctx, rdb, k)
 }
 
 // waitFor acquires s for owner as waiter w of c, and returns its hold ID.

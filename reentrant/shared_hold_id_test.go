@@ -12,7 +12,13 @@ import (
 // ran out act on nothing, and leave the owner's next read as it is.
 func TestRWStaleReadActsOnNothingUnderItsHoldID(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "stale", 0)
-	read, _ := rw(t, k)
+	read, write := rw(t, k)
+	// A write first: its counter outlives the short read below, so both
+	// reads share its token.
+	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
+	require.NoError(t, err)
+	_, err = write.Release(ctx, rdb, "W", w.HoldID(), "rw")
+	require.NoError(t, err)
 	old, err := read.Acquire(ctx, rdb, "O", "a1", 50*time.Millisecond, 0, Waiter{})
 	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond)

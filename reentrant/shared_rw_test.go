@@ -49,7 +49,7 @@ func TestRWWriteExcludesEveryone(t *testing.T) {
 	require.True(t, x.Acquired)
 	_, err = write.Release(ctx, rdb, "X", x.HoldID(), "rel-x")
 	require.NoError(t, err)
-	requireOnlyPersistentKeys(t, ctx, rdb, k)
+	requireOnlyExpiringKeys(t, ctx, rdb, k)
 }
 
 // Writers are not starved, and nobody barges: a read arriving after a
@@ -113,7 +113,7 @@ func TestRWReentry(t *testing.T) {
 		_, err = write.Release(ctx, rdb, g[0].Owner, g[0].HoldID(), "rq-"+string(s.Mode()))
 		require.NoError(t, err)
 	}
-	requireOnlyPersistentKeys(t, ctx, rdb, k)
+	requireOnlyExpiringKeys(t, ctx, rdb, k)
 }
 
 // A read inside the owner's own write is granted at once, with the write's
@@ -224,7 +224,7 @@ func TestRWSharedOwnerWaitersLeaveOnlyTheirOwnCount(t *testing.T) {
 	rel, err := read.Release(ctx, rdb, "O", look.HoldID(), "rb")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
-	requireOnlyPersistentKeys(t, ctx, rdb, k)
+	requireOnlyExpiringKeys(t, ctx, rdb, k)
 }
 
 // A queued call of an owner that holds a read, reached by a later grant,

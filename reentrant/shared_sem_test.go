@@ -31,6 +31,7 @@ func TestSemaphoreSizeIsStoredByTheFirstCall(t *testing.T) {
 	require.Equal(t, "4", rdb.Get(ctx, k.Size).Val())
 
 	other := sharedKeys(t, Namespace{}, KindSemaphore, "gpu", 10)
+	require.Equal(t, []int64{4, 10}, []int64{k.SizeGiven(), other.SizeGiven()}, "each keeps its handle's size")
 	b, err := permits(t, other, 2).AcquireNew(ctx, rdb, "B", testLease, Waiter{})
 	require.NoError(t, err)
 	require.False(t, b.Acquired, "3 + 2 > 4: the stored size holds")
@@ -41,7 +42,7 @@ func TestSemaphoreSizeIsStoredByTheFirstCall(t *testing.T) {
 	rel, err := permits(t, k, 3).Release(ctx, rdb, "A", a.HoldID(), "rel-a")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
-	requireOnlyPersistentKeys(t, ctx, rdb, k)
+	requireOnlyExpiringKeys(t, ctx, rdb, k)
 }
 
 // Strict FIFO with head-of-line blocking: a head asking 3 is not overtaken
@@ -123,13 +124,13 @@ func TestSemaphoreSetSize(t *testing.T) {
 	c.enqueue(t, ctx, rdb, permits(t, k, 2), "B", c.waiter("b"))
 	c.enqueue(t, ctx, rdb, permits(t, k, 1), "C", c.waiter("c"))
 
-	require.NoError(t, k.SetSize(ctx, rdb, 4))
+	require.NoError(t, k.SetSize(ctx, rdb, 4, testLease))
 	gs := c.grants(t)
 	require.Len(t, gs, 1)
 	require.Equal(t, "b", gs[0].Waiter, "granted at once")
 	require.Equal(t, "4", rdb.Get(ctx, k.Size).Val())
 
-	require.NoError(t, k.SetSize(ctx, rdb, 1))
+	require.NoError(t, k.SetSize(ctx, rdb, 1, testLease))
 	st, err := k.Inspect(ctx, rdb)
 	require.NoError(t, err)
 	require.EqualValues(t, 4, st.Used, "lowering ends no hold")
@@ -144,8 +145,9 @@ func TestSemaphoreSetSize(t *testing.T) {
 
 	rw, err := Namespace{}.SharedKeys(KindRW, "resize")
 	require.NoError(t, err)
-	require.ErrorIs(t, rw.SetSize(ctx, rdb, 3), ErrInvalidKind)
-	require.ErrorIs(t, k.SetSize(ctx, rdb, 0), ErrInvalidSize)
+	require.ErrorIs(t, rw.SetSize(ctx, rdb, 3, testLease), ErrInvalidKind)
+	require.ErrorIs(t, k.SetSize(ctx, rdb, 0, testLease), ErrInvalidSize)
+	require.ErrorIs(t, k.SetSize(ctx, rdb, 2, 0), ErrInvalidLease)
 }
 
 // A waiter asking for more than a lowered size can never be granted: the
@@ -159,7 +161,7 @@ func TestSemaphoreDropsWaitersAboveALoweredSize(t *testing.T) {
 	c.enqueue(t, ctx, rdb, permits(t, k, 3), "B", c.waiter("b"))
 	c.enqueue(t, ctx, rdb, permits(t, k, 1), "C", c.waiter("c"))
 
-	require.NoError(t, k.SetSize(ctx, rdb, 2))
+	require.NoError(t, k.SetSize(ctx, rdb, 2, testLease))
 	require.Equal(t, []string{"c"}, queued(t, ctx, rdb, k), "B can never fit")
 	_, err = permits(t, k, 2).Release(ctx, rdb, "A", a.HoldID(), "rel-a")
 	require.NoError(t, err)

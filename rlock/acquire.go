@@ -42,7 +42,7 @@ func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (
 
 // obtain is Lock (blocking) and TryLock on the plain lock called name.
 func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blocking bool) (*handle, error) {
-	a, err := c.prepare(ctx, opts, func(lease time.Duration) (resource, error) { return c.lockResource(name, lease) })
+	a, err := c.prepare(ctx, opts, ownerRule{}, func(lease time.Duration) (resource, error) { return c.lockResource(name, lease) })
 	if err != nil {
 		return nil, err
 	}
@@ -50,11 +50,12 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 }
 
 // prepare is the attempt of a call with ctx and opts on the resource face
-// res gives for the call's lease (wire mode's lock needs it), or the error
-// that ends the call first: ErrClosed, then an option's, then res's.
-func (c *Client) prepare(ctx context.Context, opts []LockOption, res func(lease time.Duration) (resource, error)) (*attempt, error) {
-	if c.table.closed.Load() {
-		return nil, ErrClosed
+// res gives for the call's lease (wire mode's lock needs it), its owner
+// chosen by rule, or the error that ends the call first: ErrClosed, then
+// an option's, then res's, then the owner's.
+func (c *Client) prepare(ctx context.Context, opts []LockOption, rule ownerRule, res func(lease time.Duration) (resource, error)) (*attempt, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
 	}
 	lc, err := newLockConfig(opts)
 	if err != nil {
@@ -68,43 +69,25 @@ func (c *Client) prepare(ctx context.Context, opts []LockOption, res func(lease 
 	if err != nil {
 		return nil, err
 	}
-	return c.newAttempt(ctx, r, lc), nil
+	o, err := c.ownerOf(ctx, r, rule)
+	if err != nil {
+		return nil, err
+	}
+	return &attempt{c: c, ctx: ctx, res: r, callOwner: o, lease: lease, cfg: lc}, nil
 }
 
-// attempt is one call that acquires a resource: Lock or TryLock today.
+// attempt is one call that acquires a resource: a lock, an RW lock's read
+// or write, or a semaphore's permits, blocking or not.
 type attempt struct {
-	c     *Client
-	ctx   context.Context // the caller's
-	res   resource
-	owner string
-	// newOwner: the owner was made for this call, not taken from ctx.
-	newOwner bool
-	// via is the handle this call re-enters through, when ctx carries one
-	// of this resource from this client; nil otherwise.
-	via   *handle
+	c   *Client
+	ctx context.Context // the caller's
+	res resource
+	callOwner
 	lease time.Duration
 	cfg   lockConfig
 	// queuedAt is when an acquire last found this call queued, which is a
 	// moment known to precede any grant to it.
 	queuedAt time.Time
-}
-
-// newAttempt prepares a call on res with ctx and lc. Its owner is that of
-// the handle of res ctx carries, if any (the call re-enters through it),
-// else WithOwner's, else one made for the call.
-func (c *Client) newAttempt(ctx context.Context, res resource, lc lockConfig) *attempt {
-	a := &attempt{c: c, ctx: ctx, res: res, lease: c.cfg.watchdogLease, cfg: lc}
-	if lc.leaseSet {
-		a.lease = lc.lease
-	}
-	if via := c.handleIn(ctx, res.id()); via != nil {
-		a.via, a.owner = via, via.hold.owner
-	} else if owner, ok := OwnerFrom(ctx); ok {
-		a.owner = owner
-	} else {
-		a.owner, a.newOwner = c.newOwner(), true
-	}
-	return a
 }
 
 // run makes the attempt: a re-entry through a.via, or an acquire that,

@@ -11,8 +11,8 @@ import (
 // the delete is left alone. Holders elsewhere find out at their next
 // renewal or Unlock.
 func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
-	if c.table.closed.Load() {
-		return false, ErrClosed
+	if err := c.checkOpen(); err != nil {
+		return false, err
 	}
 	if c.wire != nil {
 		return c.forceUnlockWire(ctx, name)
@@ -52,7 +52,11 @@ type State struct {
 // Inspect reads a lock's holders, hold counts, remaining lease and last
 // fencing token, without changing it. With WithRedissonWire, Holders is
 // keyed by the hash's fields ("<clientID>:<owner>") and LastToken is 0.
+// After Close it returns ErrClosed, as every call that sends does.
 func (c *Client) Inspect(ctx context.Context, name string) (State, error) {
+	if err := c.checkOpen(); err != nil {
+		return State{}, err
+	}
 	if c.wire != nil {
 		return c.inspectWire(ctx, name)
 	}

@@ -26,7 +26,7 @@ type Client struct {
 	rdb redis.UniversalClient
 	cfg config
 	ns  reentrant.Namespace
-	id  string // prefix of every owner ID this client makes
+	id  string // prefix of every owner ID this client makes (owner.go)
 	// wire is set with WithRedissonWire: the client's locks are in
 	// Redisson's format, not ns's.
 	wire *wireMode
@@ -40,14 +40,19 @@ type Client struct {
 	table      holdTable // the holds this client has
 	background cleanups  // clean-ups of failed calls and dead grants; Close waits for them
 	closeOnce  sync.Once
-
-	// afterFirstAttempt, when set by tests, runs between the first failed
-	// acquire and the subscribe of the wait loop.
-	afterFirstAttempt func()
-	// beforeJoin, when set by tests, runs in adopt between finding the
-	// hold to join and joining it.
-	beforeJoin func()
 }
+
+// The test seams: package-level, so that Client holds no test-only state.
+// They are no-ops; export_test.go replaces them before any test runs, with
+// functions that run the hook a test set for that Client.
+var (
+	// afterFirstAttempt runs in c's wait loop between the first failed
+	// acquire and the subscribe.
+	afterFirstAttempt = func(c *Client) {}
+	// beforeJoin runs in c's adopt between finding the hold to join and
+	// joining it.
+	beforeJoin = func(c *Client) {}
+)
 
 // New returns a Client that takes locks on rdb: a *redis.Client (a single
 // node, or Sentinel through redis.NewFailoverClient) or a
@@ -148,15 +153,14 @@ func (c *Client) Close() error {
 	return err
 }
 
-// newOwner makes an owner ID no other call shares: the client's ID and 128
-// random bits. Most Lock calls make one, so it is built in place: one
-// allocation, the string.
-func (c *Client) newOwner() string {
-	var random [16]byte
-	_, _ = rand.Read(random[:])
-	var buf [64]byte // the client's ID is 16 hex digits: the owner fits
-	owner := append(append(buf[:0], c.id...), ':')
-	return string(hex.AppendEncode(owner, random[:]))
+// checkOpen guards every public call that sends to Redis: it is ErrClosed
+// once Close has begun. A call that passed it as Close began meets the end
+// further on: the hub, the watchdog and the holds table refuse it.
+func (c *Client) checkOpen() error {
+	if c.table.closed.Load() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // randomHex is n random bytes from crypto/rand, in hex. crypto/rand.Read

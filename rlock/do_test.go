@@ -105,7 +105,7 @@ func TestObserverSeesEveryEvent(t *testing.T) {
 		events = append(events, e)
 	}
 	renewed := make(chan RenewalRound, 16)
-	c := newClient(t, srv, WithWatchdogLease(150*time.Millisecond), WithObserver(Observer{
+	c := newClient(t, srv, WithWatchdogLease(steadyLease), WithObserver(Observer{
 		WaitStarted: func(w WaitStart) { record("wait " + w.Name) },
 		WaitEnded:   func(w WaitEnd) { record("waited " + w.Name + " " + w.Outcome.String()) },
 		Acquired:    func(a Acquire) { record("acquired " + a.Name + " " + a.Kind.String()) },
@@ -121,12 +121,18 @@ func TestObserverSeesEveryEvent(t *testing.T) {
 	holder := newClient(t, srv)
 	h, err := holder.Lock(ctx, "obs")
 	require.NoError(t, err)
+	// The release comes once the call waits, however late either runs: a
+	// hand-off every time.
+	got := make(chan *Lock, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond)
-		_ = h.Unlock(ctx)
+		l, err := c.Lock(ctx, "obs")
+		assertNoError(t, err)
+		got <- l
 	}()
-	l, err := c.Lock(ctx, "obs")
-	require.NoError(t, err)
+	waitForQueued(t, srv, "obs", 1)
+	require.NoError(t, h.Unlock(ctx))
+	l := <-got
+	require.NotNil(t, l)
 	inner, err := c.Lock(l.Context(), "obs")
 	require.NoError(t, err)
 	require.Positive(t, (<-renewed).Leases)

@@ -93,18 +93,25 @@ func lostError(name, what string) error {
 	return &lockError{sentinel: ErrLockLost, name: name, what: "lost: " + what}
 }
 
-// lower maps the sentinels of the packages below rlock to rlock's own, in
-// this one place, keeping the detail of the lower error.
+// lower maps the sentinels of the packages below rlock to rlock's own,
+// keeping the detail of the lower error; every such mapping is here. An
+// error lower has mapped already passes unchanged, so a caller may lower
+// what may have been lowered before.
 func lower(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrInvalidName), errors.Is(err, ErrInvalidOption):
+		return err // lowered already: it wraps its lower sentinel
 	case errors.Is(err, reentrant.ErrInvalidName):
 		return fmt.Errorf("%w: %w", ErrInvalidName, err)
 	case errors.Is(err, reentrant.ErrInvalidPrefix):
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	case errors.Is(err, reentrant.ErrInvalidLease):
 		return fmt.Errorf("%w: %w", ErrInvalidLease, err)
+	case errors.Is(err, reentrant.ErrInvalidPermits), errors.Is(err, reentrant.ErrInvalidSize):
+		// A semaphore's permits or size out of range: an argument's.
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	case errors.Is(err, notify.ErrClosed), errors.Is(err, watchdog.ErrClosed):
 		return ErrClosed
 	case errors.Is(err, notify.ErrUnsupportedClient):

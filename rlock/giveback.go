@@ -151,9 +151,7 @@ func (a *attempt) giveBack(ctx context.Context, g holdGrant) {
 		return
 	}
 	a.c.background.run(a.lease, func(ctx context.Context) { _ = untilAnswered(ctx, back) })
-	if a.newOwner {
-		a.owner = a.c.newOwner()
-	}
+	a.remake(a.c)
 }
 
 // cleanups runs the clean-ups above in the background, where the call

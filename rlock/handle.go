@@ -121,11 +121,12 @@ func errUnlocked(name string) error {
 	return &lockError{sentinel: ErrNotHeld, name: name, what: "already unlocked by this handle"}
 }
 
-// Lock is a handle of a hold on a named lock, returned by Client.Lock and
-// TryLock. Each successful call returns its own Lock, to be unlocked once;
-// nested calls by the same owner raise the hold count, and the lock is free
-// again when every one of them has unlocked. A Lock is safe for concurrent
-// use. It is a thin handle: the hold it belongs to owns the lease, the
+// Lock is a handle of a hold on a named lock or on an RW lock's read or
+// write, returned by Client.Lock and TryLock and by RWLock's RLock, Lock,
+// TryRLock and TryLock. Each successful call returns its own Lock, to be
+// unlocked once; nested calls by the same owner raise the hold count, and
+// the lock is free again when every one of them has unlocked. A Lock is
+// safe for concurrent use. It is a thin handle: the hold it belongs to owns the lease, the
 // renewal and the end.
 type Lock handle
 

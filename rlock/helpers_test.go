@@ -45,6 +45,16 @@ func admin(t *testing.T, srv *redistest.Server) *redis.Client {
 	return srv.Admin()
 }
 
+// steadyLease is the shortest watchdog lease a test may count on keeping
+// under the suite's load. A hold's renewal is due a sixth of a lease after
+// the send of its last confirmed one, and a tick serves it within a third
+// more, so it is confirmed within half a lease plus D, the stall of the
+// watchdog's goroutine or of Redis; it must be by the validity, the lease
+// less lease/100+2ms. So the lease must exceed (D+2ms)/0.49. The watchdog's
+// tick was measured received up to 318ms late on 2 shared cores beside a
+// -race busy loop on both: 1s keeps a hold through a stall of 488ms.
+const steadyLease = time.Second
+
 // lockKey is the hash key of a lock under the default prefix.
 func lockKey(name string) string { return "baton:{" + name + "}" }
 

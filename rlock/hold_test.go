@@ -3,13 +3,14 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -242,48 +243,75 @@ func TestForeignForceUnlockIsALoss(t *testing.T) {
 }
 
 // A clean Unlock is never reported as a loss, even with renewals racing
-// the release.
+// the release: the lost handler hears of no loss but those the holds'
+// Unlocks return. Each goroutine has a lock of its own, so that every
+// report is paired with its hold's Unlock, and 16 holds race their
+// renewals at once.
 //
-// Renewals every 50 ms race the releases. A hold whose validity passed
-// before its Unlock began was lost, not unlocked cleanly, and its report
-// is right: a hand-off's validity counts from the waiter's last look (up
-// to lease/3 = 50 ms before the grant), so a loaded machine that delays
-// the grant's delivery, the first renewal's answer and the holder by
-// some 50–100 ms in all ends it. Such holds are counted apart; every other
-// report is of a clean Unlock, and fails the test.
+// A loss that does happen is not this test's concern, and under load it
+// does: a hold's renewal is due a sixth of a lease after the send of its
+// last confirmed one, and a tick serves it within a third more, so a
+// stall of the watchdog (or of Redis) of more than about half a lease
+// loses the hold for real; ticks 318ms late were measured on 2 shared
+// cores under the suite's -race load. Its Unlock then says ErrLockLost,
+// and the report is paired with it. The 150ms lease keeps renewals, every
+// 50ms, racing the releases of 10–50ms holds.
 func TestCleanUnlockIsNeverReportedLost(t *testing.T) {
 	ctx, srv := serve(t)
-	var losses, lostWhileHeld atomic.Int32
+	const goroutines = 16
+	var mu sync.Mutex
+	reported := make(map[string]int, goroutines) // losses heard of, by lock
 	c := newClient(t, srv, WithWatchdogLease(150*time.Millisecond),
-		WithLostHandler(func(string, error) { losses.Add(1) }))
+		WithLostHandler(func(name string, _ error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reported[name]++
+		}))
 	deadline := time.Now().Add(2 * time.Second)
-	var unlocks atomic.Int32
+	var clean atomic.Int32
+	lost := make(map[string]int, goroutines) // Unlocks that returned ErrLockLost, by lock
 	var wg sync.WaitGroup
-	for g := range 16 {
+	for g := range goroutines {
+		name := fmt.Sprintf("clean-%d", g)
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				l, err := c.Lock(ctx, "clean")
+				l, err := c.Lock(ctx, name)
 				if !assertNoError(t, err) {
 					return
 				}
 				time.Sleep(time.Duration(10+(g*7)%40) * time.Millisecond)
-				if l.Context().Err() != nil { // ended before Unlock began
-					lostWhileHeld.Add(1)
-					if err := l.Unlock(ctx); err != nil {
-						assert.ErrorIs(t, err, ErrLockLost)
-					}
-					continue
-				}
-				if assertNoError(t, l.Unlock(ctx)) {
-					unlocks.Add(1)
+				switch err := l.Unlock(ctx); {
+				case err == nil:
+					clean.Add(1)
+				case errors.Is(err, ErrLockLost):
+					mu.Lock()
+					lost[name]++
+					mu.Unlock()
+				default:
+					t.Error(err)
+					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	require.Positive(t, unlocks.Load())
-	require.Equal(t, lostWhileHeld.Load(), losses.Load(),
-		"clean unlocks reported as lost, out of %d (and %d holds lost before Unlock)", unlocks.Load(), lostWhileHeld.Load())
+	require.Positive(t, clean.Load())
+	require.Positive(t, c.RenewalStats().Renewed, "no renewal raced a release")
+	// A loss the watchdog finds is reported on its goroutine, maybe after
+	// the Unlock that found the hold ended has returned.
+	paired := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Equal(reported, lost)
+	}
+	for end := time.Now().Add(5 * time.Second); !paired() && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, lost, reported,
+		"losses reported, by lock (actual), against Unlocks that returned ErrLockLost (expected), beside %d clean ones", clean.Load())
+	t.Logf("%d clean unlocks; real losses, by lock: %v", clean.Load(), lost)
 }
 
 // A typed nil client is a nil client, whatever its type.

@@ -337,9 +337,11 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 }
 
 // scriptShapes tells the baton scripts apart by their numbers of keys and
-// of arguments. "renew-2" is a renewal of two holds of one slot.
+// of arguments. "renew-2" is a renewal of two holds of one slot;
+// "acquire" is a Lock's first try, which passes no waiter and, for an
+// owner made for the call, no request key (see acquire.lua).
 var scriptShapes = map[string][2]int{
-	"acquire": {5, 10}, "release": {5, 4}, "force-release": {5, 2}, "renew-2": {4, 7},
+	"acquire": {4, 6}, "release": {5, 4}, "force-release": {5, 2}, "renew-2": {4, 7},
 	"rw-acquire": {6, 13}, "rw-release": {6, 6}, "rw-leave": {5, 6}, "rw-force-release": {6, 3},
 }
 

@@ -12,9 +12,9 @@ import (
 // resource is the seam between the client's side of the protocol (an
 // attempt, its waiter loop, a hold and the watchdog's batch) and the
 // resource held in Redis: what its scripts are, and how a hold on it is
-// told from the holds on every other resource. The plain lock (plainLock)
-// is the one resource today; the read-write lock's faces and the
-// semaphore plug in here (see "Where the family plugs in" in doc.go).
+// told from the holds on every other resource. The plain lock (plainLock),
+// the read-write lock's faces and the semaphore's permits (shareFace) plug
+// in here (see "Where the family plugs in" in doc.go).
 // Every method but id, name, waiter, aliveTTL and subscribe is one script
 // call. Two formats implement it: baton's own (plainLock) and Redisson's
 // (wireLock, wire.go).

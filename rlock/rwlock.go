@@ -105,19 +105,18 @@ func (rw *RWLock) Do(ctx context.Context, fn func(ctx context.Context) error, op
 }
 
 // obtain is RLock and Lock (blocking), TryRLock and TryLock, on face f.
-// The owner is that of the handle of f in ctx (a re-entry), else that of a
+// The owner (owner.go) is that of the handle of f in ctx (a re-entry), else that of a
 // write handle of this lock in ctx (a read inside the write), else as for
 // a plain lock. A write whose ctx carries a read handle and no write
 // handle is ErrUpgrade, as is one whose owner holds only a read here.
 func (rw *RWLock) obtain(ctx context.Context, f *shareFace, opts []LockOption, blocking bool) (*handle, error) {
-	a, err := rw.c.prepare(ctx, opts, func(time.Duration) (resource, error) { return f, rw.err })
+	var rule ownerRule
+	if f == rw.read {
+		rule.insideWrite = rw.write
+	}
+	a, err := rw.c.prepare(ctx, opts, rule, func(time.Duration) (resource, error) { return f, rw.err })
 	if err != nil {
 		return nil, err
-	}
-	if a.via == nil && f == rw.read {
-		if w := rw.c.handleIn(ctx, rw.write.id()); w != nil {
-			a.owner, a.newOwner = w.hold.owner, false
-		}
 	}
 	if a.via == nil && f == rw.write && (rw.c.handleIn(ctx, rw.read.id()) != nil || rw.holdsOnlyRead(a.owner)) {
 		return nil, fmt.Errorf("%w: %q", ErrUpgrade, rw.read.name())
@@ -164,8 +163,11 @@ type RWState struct {
 }
 
 // Inspect reads the RW lock's holds, their leases, its last token and the
-// length of its queue, without changing it.
+// length of its queue, without changing it; ErrClosed after Client.Close.
 func (rw *RWLock) Inspect(ctx context.Context) (RWState, error) {
+	if err := rw.c.checkOpen(); err != nil {
+		return RWState{}, err
+	}
 	if rw.err != nil {
 		return RWState{}, rw.err
 	}

@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,14 +29,17 @@ import (
 // The size lives in Redis: the first call that finds none stored stores
 // the size this handle was made with, and SetMax changes it. A handle made
 // with another size uses the stored one: an ask above the stored size is
-// refused with ErrInvalidOption, writing nothing.
+// refused with ErrInvalidOption, writing nothing. The stored size lasts as
+// long as the semaphore is in use: it expires two leases after the last
+// hold's or waiter's acquire, renewal or look (or after SetMax, if later),
+// never while a permit is held or a waiter queues. An idle semaphore is
+// then new, and the next call stores its handle's size.
 //
 // A Semaphore sends nothing until a call; it is safe for concurrent use.
 type Semaphore struct {
 	c    *Client
-	keys reentrant.SharedKeys // with the handle's size
-	size int64
-	err  error // why the name or size cannot be a semaphore's
+	keys reentrant.SharedKeys // with the handle's size (SizeGiven)
+	err  error                // why the name or size cannot be a semaphore's
 }
 
 // Semaphore is the semaphore called name (name rules as for Lock), of size
@@ -46,7 +48,7 @@ type Semaphore struct {
 // call. On a wire-mode client (WithRedissonWire) each call returns
 // ErrWireUnsupported.
 func (c *Client) Semaphore(name string, size int64) *Semaphore {
-	s := &Semaphore{c: c, size: size}
+	s := &Semaphore{c: c}
 	if c.wire != nil {
 		s.err = fmt.Errorf("%w: Semaphore %q", ErrWireUnsupported, name)
 		return s
@@ -55,7 +57,7 @@ func (c *Client) Semaphore(name string, size int64) *Semaphore {
 	if err == nil {
 		k, err = k.WithSize(size)
 	}
-	s.keys, s.err = k, lowerSemaphore(err)
+	s.keys, s.err = k, lower(err)
 	return s
 }
 
@@ -87,45 +89,28 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...LockOption)
 // obtain is Acquire (blocking) and TryAcquire: an attempt, as for a lock,
 // on the face of n permits, always under an owner of its own.
 func (s *Semaphore) obtain(ctx context.Context, n int64, opts []LockOption, blocking bool) (*Permit, error) {
-	a, err := s.c.prepare(ctx, opts, func(time.Duration) (resource, error) { return s.face(ctx, n) })
+	a, err := s.c.prepare(ctx, opts, ownerRule{ownOnly: true}, func(time.Duration) (resource, error) { return s.face(n) })
 	if err != nil {
 		return nil, err
 	}
-	// Permits are counted, not re-entered: a Permit's Context in ctx is
-	// no owner for this call.
-	if a.via != nil {
-		a.via, a.owner, a.newOwner = nil, s.c.newOwner(), true
-	}
 	l, err := s.c.observed(a.run(blocking))
-	return (*Permit)(l), lowerSemaphore(err)
+	return (*Permit)(l), lower(err)
 }
 
 // face is the face of n permits, or why a call for them is refused before
 // any Redis call.
-func (s *Semaphore) face(ctx context.Context, n int64) (resource, error) {
+func (s *Semaphore) face(n int64) (resource, error) {
 	switch {
 	case s.err != nil:
 		return nil, s.err
-	case n < 1 || n > s.size:
-		return nil, fmt.Errorf("%w: %d permits of semaphore %q, the range is 1 to %d", ErrInvalidOption, n, s.keys.Name, s.size)
+	case n < 1 || n > s.keys.SizeGiven():
+		return nil, fmt.Errorf("%w: %d permits of semaphore %q, the range is 1 to %d", ErrInvalidOption, n, s.keys.Name, s.keys.SizeGiven())
 	}
-	if _, ok := OwnerFrom(ctx); ok {
-		return nil, fmt.Errorf("%w: WithOwner for semaphore %q: permits are not re-entered, each Acquire is its own owner", ErrInvalidOption, s.keys.Name)
-	}
-	f, err := s.c.shareFace(s.keys.Permits(n))
+	f, err := s.c.shareFace(s.keys.Permits(n)) // lowers err
 	if err != nil {
-		return nil, lowerSemaphore(err)
+		return nil, err
 	}
 	return f, nil
-}
-
-// lowerSemaphore maps reentrant's refusals of a semaphore's arguments to
-// ErrInvalidOption, keeping them matchable.
-func lowerSemaphore(err error) error {
-	if errors.Is(err, reentrant.ErrInvalidPermits) || errors.Is(err, reentrant.ErrInvalidSize) {
-		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	return err
 }
 
 // SetMax sets the semaphore's size in Redis, for every client, to n: a
@@ -133,14 +118,22 @@ func lowerSemaphore(err error) error {
 // takes no permit back, and admits nobody until the permits held are below
 // it. n must be 1 to reentrant.MaxSize (ErrInvalidOption otherwise). The
 // handle's own size, which bounds its asks, is unchanged.
+//
+// n is kept for two of the client's watchdog leases (WithWatchdogLease;
+// 60 s by default) from SetMax, and for as long as the semaphore is in use
+// after that (see Semaphore): every permit and waiter keeps it, so it
+// never expires under a permit held. A semaphore left idle past that
+// forgets it, as a Redis that lost its data would: the next call stores
+// its handle's size. To resize for good, make every handle with the new
+// size too, or call SetMax when the semaphore is used again.
 func (s *Semaphore) SetMax(ctx context.Context, n int64) error {
-	if s.c.table.closed.Load() {
-		return ErrClosed
+	if err := s.c.checkOpen(); err != nil {
+		return err
 	}
 	if s.err != nil {
 		return s.err
 	}
-	return lowerSemaphore(s.keys.SetSize(ctx, s.c.rdb, n))
+	return lower(s.keys.SetSize(ctx, s.c.rdb, n, s.c.cfg.watchdogLease))
 }
 
 // ForceRelease ends every hold of the semaphore's permits, whoever holds
@@ -179,8 +172,12 @@ type PermitState struct {
 }
 
 // Inspect reads the semaphore's size, its holds of permits, their leases,
-// its last token and the length of its queue, without changing it.
+// its last token and the length of its queue, without changing it;
+// ErrClosed after Client.Close.
 func (s *Semaphore) Inspect(ctx context.Context) (SemaphoreState, error) {
+	if err := s.c.checkOpen(); err != nil {
+		return SemaphoreState{}, err
+	}
 	if s.err != nil {
 		return SemaphoreState{}, s.err
 	}

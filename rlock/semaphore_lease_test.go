@@ -222,3 +222,31 @@ func TestSemaphoreScriptsGetNoClientClock(t *testing.T) {
 	}
 	requireOnlyFence(t, admin(t, srv), "clock")
 }
+
+// A size SetMax stored outlives the permits held under it: SetMax keeps it
+// for two watchdog leases, and each renewal of a permit for two more, so a
+// handle made with a larger size, long after SetMax, is still held to it.
+// (A size that expired under the permits would be stored again from that
+// handle, and admit 10.)
+func TestSemaphoreSetMaxOutlivesItsPermits(t *testing.T) {
+	ctx, srv := serve(t)
+	const lease = 300 * time.Millisecond
+	sem := newClient(t, srv, WithWatchdogLease(lease)).Semaphore("sized", 10)
+	require.NoError(t, sem.SetMax(ctx, 2))
+	held, err := sem.Acquire(ctx, 2)
+	require.NoError(t, err)
+	time.Sleep(4 * lease) // past SetMax's two leases and the grant's
+	require.NoError(t, held.Context().Err(), "renewed by the watchdog")
+
+	big := newClient(t, srv).Semaphore("sized", 10)
+	_, err = big.TryAcquire(ctx, 1)
+	require.ErrorIs(t, err, ErrNotObtained, "2 of 2 held")
+	require.EqualValues(t, 2, inspect(t, big).Size)
+	require.NoError(t, held.Release(ctx))
+	_, err = big.TryAcquire(ctx, 3)
+	require.ErrorIs(t, err, ErrInvalidOption, "3 of the stored 2")
+	p, err := big.TryAcquire(ctx, 2)
+	require.NoError(t, err)
+	require.NoError(t, p.Release(ctx))
+	requireOnlyFence(t, admin(t, srv), "sized")
+}

@@ -83,8 +83,8 @@ func (f *shareFace) handBack(ctx context.Context, owner string, g holdGrant, _ s
 // elsewhere find out at their next renewal or release. RWLock.ForceUnlock
 // and Semaphore.ForceRelease are this.
 func (c *Client) forceReleaseShared(ctx context.Context, k reentrant.SharedKeys) (int64, error) {
-	if c.table.closed.Load() {
-		return 0, ErrClosed
+	if err := c.checkOpen(); err != nil {
+		return 0, err
 	}
 	gone := map[*hold]bool{}
 	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id().key == k.Hash }) {

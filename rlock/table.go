@@ -108,9 +108,7 @@ func (c *Client) adopt(a *attempt, g holdGrant, sent time.Time, lease time.Durat
 			// hold ended in Redis unnoticed.
 			stale.cutOff(stale.lost("its lease ran out"))
 		}
-		if c.beforeJoin != nil {
-			c.beforeJoin()
-		}
+		beforeJoin(c)
 		l := newHandle(h, a.ctx, nil, a.cfg, sent, kind)
 		if err := h.join(l, sent, lease); err == nil {
 			return l, nil

@@ -27,9 +27,7 @@ const unknownTTLWait = time.Second
 // waiting leaves the queue in the background, which passes on a grant it
 // was handed meanwhile. See "Waiting" in doc.go.
 func (a *attempt) wait(ctx context.Context, s *subscribed, holderTTL time.Duration) (*handle, error) {
-	if a.c.afterFirstAttempt != nil {
-		a.c.afterFirstAttempt()
-	}
+	afterFirstAttempt(a.c)
 	look := s == nil // not queued yet: look once subscribed, if told to
 	if look {
 		var err error

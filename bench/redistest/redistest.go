@@ -8,6 +8,12 @@
 // package fails at once, naming the install command: a real-server test
 // never passes by being skipped. Under go test -short every test that needs
 // a server is skipped, installed or not, and only the rest run.
+//
+// Besides single servers it starts replicas (StartReplica), lagging replicas
+// whose replication stream a ReplicationRelay can hold, release or drop
+// (StartLaggingReplica: the lag a failover can lose, which SIGSTOP cannot
+// make, as the kernel keeps buffering the stream), Sentinel deployments
+// (StartSentinel, WithLaggingReplica) and clusters (StartCluster).
 package redistest
 
 import (
@@ -113,6 +119,9 @@ func freePort(tb testing.TB) int {
 // Stop kills the server and waits for it to exit. It is idempotent and runs
 // automatically at the end of the test.
 func (s *Server) Stop() { s.proc.Stop() }
+
+// Running reports whether the server process runs: false after Stop.
+func (s *Server) Running() bool { return s.proc.Pid() != 0 }
 
 // Restart kills the server and starts a fresh one on the same port, with an
 // empty dataset: a crash without persistence.

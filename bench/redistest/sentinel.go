@@ -27,24 +27,57 @@ type Sentinel struct {
 	Master, Replica *Server
 	// Addr is the sentinel's address.
 	Addr string
+	// Relay carries the replication link of a replica started
+	// WithLaggingReplica, and every other connection to the first master:
+	// the sentinel names Relay.Addr as that master. It is nil otherwise.
+	Relay *ReplicationRelay
 
 	tb    testing.TB
 	proc  *redisproc.Server
 	admin *redis.Client // of the sentinel itself
 }
 
+// SentinelOption changes the deployment StartSentinel makes.
+type SentinelOption func(*sentinelSetup)
+
+type sentinelSetup struct {
+	lagging   bool
+	downAfter time.Duration // of the sentinel's down-after-milliseconds
+}
+
+// WithLaggingReplica starts the replica with StartLaggingReplica, so a test
+// can hold what the master sends it (Sentinel.Relay), and has the sentinel
+// judge the master down after 500ms of silence. The sentinel monitors the
+// master at the relay's address, the one the replica follows: a sentinel
+// that saw the replica follow another address than its master's would point
+// it at the master, around the relay (+fix-slave-config).
+func WithLaggingReplica() SentinelOption {
+	return func(s *sentinelSetup) { s.lagging, s.downAfter = true, 500*time.Millisecond }
+}
+
 // StartSentinel starts a master, a replica that has synced with it, and a
 // sentinel that knows both.
-func StartSentinel(tb testing.TB) *Sentinel {
+func StartSentinel(tb testing.TB, opts ...SentinelOption) *Sentinel {
 	tb.Helper()
+	setup := sentinelSetup{downAfter: time.Second}
+	for _, o := range opts {
+		o(&setup)
+	}
 	master := Start(tb)
-	s := &Sentinel{Master: master, Replica: StartReplica(tb, master), tb: tb}
+	s := &Sentinel{Master: master, tb: tb}
+	monitored := master.Port
+	if setup.lagging {
+		s.Replica, s.Relay = StartLaggingReplica(tb, master)
+		monitored = s.Relay.Port
+	} else {
+		s.Replica = StartReplica(tb, master)
+	}
 
 	dir := tb.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
 	monitor := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1\n"+
-		"sentinel down-after-milliseconds %[1]s 1000\n"+
-		"sentinel failover-timeout %[1]s 5000\n", SentinelMaster, master.Port)
+		"sentinel down-after-milliseconds %[1]s %d\n"+
+		"sentinel failover-timeout %[1]s 5000\n", SentinelMaster, monitored, setup.downAfter.Milliseconds())
 	if err := os.WriteFile(conf, []byte(monitor), 0o600); err != nil {
 		tb.Fatal(err)
 	}
@@ -129,13 +162,16 @@ func (s *Sentinel) MasterAddr(ctx context.Context) (string, error) {
 
 // Failover makes the sentinel promote the replica, and returns once the
 // sentinel names it as the master, it has taken the role, and the old
-// master has become its replica (so no write can land there any more);
-// Master and Replica are swapped.
+// master, if it still runs, has become its replica (so no write can land
+// there any more); Master and Replica are swapped. After the old master's
+// Stop (a SIGKILL), the failover the sentinel may have begun by itself
+// counts as the one asked for.
 func (s *Sentinel) Failover() {
 	s.tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.admin.Do(ctx, "SENTINEL", "FAILOVER", SentinelMaster).Err(); err != nil {
+	err := s.admin.Do(ctx, "SENTINEL", "FAILOVER", SentinelMaster).Err()
+	if err != nil && !(strings.HasPrefix(err.Error(), "INPROG") && !s.Master.Running()) {
 		s.tb.Fatalf("redistest: SENTINEL FAILOVER: %v", err)
 	}
 	promoted := s.Replica
@@ -147,30 +183,31 @@ func (s *Sentinel) Failover() {
 		role, err := promoted.Admin().Do(ctx, "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
 	}, "the replica is promoted")
-	// The sentinel converts the old master when its next INFO shows it
-	// still a master, up to 10s later; the harness does it at once.
-	demoted := s.Master
-	if err := demoted.Admin().ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(promoted.Port)).Err(); err != nil {
+	s.Master, s.Replica = promoted, s.Master
+	if s.Replica.Running() {
+		s.follow(ctx, s.Replica)
+	}
+}
+
+// follow makes demoted, the old master, a replica of the new one. The
+// sentinel converts an old master when its next INFO shows it still a
+// master, up to 10s later; the harness does it at once.
+func (s *Sentinel) follow(ctx context.Context, demoted *Server) {
+	s.tb.Helper()
+	if err := demoted.Admin().ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(s.Master.Port)).Err(); err != nil {
 		s.tb.Fatalf("redistest: REPLICAOF on the old master: %v", err)
 	}
 	await(s.tb, func(ctx context.Context) bool {
 		role, err := demoted.Admin().Do(ctx, "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "slave"
 	}, "the old master follows the new one")
-	s.Master, s.Replica = promoted, demoted
 }
 
 // StartReplica starts a replica of master and returns once it has synced
 // with it: what master held before the call is on the replica too.
 func StartReplica(tb testing.TB, master *Server) *Server {
 	tb.Helper()
-	replica := Start(tb, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
-	admin := replica.Admin()
-	await(tb, func(ctx context.Context) bool {
-		info, err := admin.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, "the replica syncs with its master")
-	return replica
+	return startReplica(tb, master, master.Port)
 }
 
 // await polls cond for up to 10 seconds, or fails tb with what.

@@ -1,12 +1,14 @@
 -- Take, re-enter or queue for a reentrant lock. With a waiter, the call is
 -- also its look: it finds the grant the waiter was handed, and keeps its
 -- liveness key.
+-- Each key and argument costs the server time of every call, the free
+-- path's too: a call passes only those it uses.
 -- KEYS[1] hash: the lock hash (field = owner, value = hold count)
 -- KEYS[2] fence: the fencing-token counter
--- KEYS[3] req: the request key, which remembers this request's result so
---         that a retried call replays it
--- KEYS[4] queue: the waiters, oldest first, one record each
--- KEYS[5] granted: the last grant to a shared owner's waiter, "<id> <token>"
+-- KEYS[3] queue: the waiters, oldest first, one record each
+-- KEYS[4] granted: the last grant to a shared owner's waiter, "<id> <token>"
+-- KEYS[5] req: the request key, which remembers this request's result so
+--         that a retried call replays it; absent when newOwner
 -- The hold asked for:
 -- ARGV[1] owner: the owner to take or re-enter the lock for
 -- ARGV[2] token: the token of the hold to re-enter, or '0' to take or
@@ -15,13 +17,13 @@
 -- ARGV[4] newOwner: '1' when the owner was made for this one call (no
 --         request key then: a hold it has can only be this call's own)
 -- ARGV[5] requestMs: how long the request key lasts, in ms
--- The waiter, all '' when the call does not queue:
+-- The waiter, absent when the call does not queue (then read as ''):
 -- ARGV[6] waiter: its ID
 -- ARGV[7] record: its queue record (see record.go)
 -- ARGV[8] aliveKey: its client's liveness key, '' where there is none
 -- ARGV[9] aliveMs: how long its look keeps the liveness key, in ms
--- The namespace:
--- ARGV[10] publish: 'publish', 'spublish' or 'publish-alive' (see grant)
+-- The namespace, last (ARGV[10], or ARGV[6] without a waiter):
+-- publish: 'publish', 'spublish' or 'publish-alive' (see grant)
 -- Returns {1, holdCount, token} when owner holds the lock after the call,
 --           with a fourth element 1 when the hold was there before and this
 --           call changed nothing (a replay, or a waiter finding its grant),
@@ -31,14 +33,38 @@
 --           nothing was taken, the waiter is queued, and the call should be
 --           repeated at once,
 --         {-1} when token names a hold that no longer exists.
-local hash, fence, req, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local hash, fence, queue, granted, req = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, token, leaseMs, newOwner, requestMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5]
-local waiter, record, aliveKey, aliveMs = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local publish = ARGV[10]
+local waiter, record, aliveKey, aliveMs = '', '', '', ''
+if #ARGV > 6 then
+  waiter, record, aliveKey, aliveMs = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+end
+local publish = ARGV[#ARGV]
 requireMaster()
 
--- PTTL first: on the uncontended path the lock is free, and then nobody
--- holds it, this owner included.
+-- takeFree makes owner the holder of the free lock, with a new token, and
+-- remembers the request (an owner made for this call needs no record: a
+-- hold it has can only be this call's own). It returns acquire's reply.
+-- It takes the script's locals as arguments: as upvalues they would cost
+-- the free path more server time.
+local function takeFree(hash, fence, owner, leaseMs, newOwner, req, requestMs)
+  local given = takeToken(fence, leaseMs)
+  redis.call('hset', hash, owner, '1')
+  redis.call('pexpire', hash, leaseMs)
+  if not newOwner then
+    redis.call('set', req, '1:' .. formatToken(given), 'px', requestMs)
+  end
+  return {1, 1, given}
+end
+
+-- The free path: nobody holds the lock and nobody waits, which one EXISTS
+-- tells. It ends here, before the grant library (acquire_queue.lua) is
+-- made. A re-entry (token) needs a hold, so it does not look.
+if token == '0' and redis.call('exists', hash, queue) == 0 then
+  return takeFree(hash, fence, owner, leaseMs, newOwner, req, requestMs)
+end
+
+-- PTTL: nobody holds a lock without one, this owner included.
 local pttl = redis.call('pttl', hash)
 local count = pttl ~= -2 and redis.call('hget', hash, owner)
 if count then
@@ -82,30 +108,3 @@ end
 if token ~= '0' then
   return {-1}
 end
-
-local reply = {0, pttl}
-if pttl == -2 then
-  -- Free. Nobody barges past a waiting queue: its head gets the lock,
-  -- which may be the caller.
-  local id, given, left = grant(hash, fence, queue, granted, publish, waiter, nil)
-  if id == waiter and waiter ~= '' then
-    return {1, 1, given}
-  end
-  if not id and not left then
-    given = takeToken(fence, leaseMs)
-    redis.call('hset', hash, owner, 1)
-    redis.call('pexpire', hash, leaseMs)
-    if not newOwner then
-      redis.call('set', req, '1:' .. formatToken(given), 'px', requestMs)
-    end
-    return {1, 1, given}
-  end
-  -- Another waiter has it, or the queue's live waiters (this one, if it
-  -- is queued further back) are still behind entries this script had no
-  -- tries left for. Taking the lock then would pass them by, and leave a
-  -- queued caller's record to be granted later to nobody: the caller
-  -- waits as when the lock is held, and repeats the call at once.
-  reply = id and {0, redis.call('pttl', hash)} or {2}
-end
-enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
-return reply

@@ -14,6 +14,9 @@
 -- the next waiter if any), -1 when owner does not hold the lock under
 -- token, or -2 when it released the lock and granted nobody but left
 -- entries in the queue (see grant): the client runs pass.lua.
+-- This file runs before the grant library, and ends every call that
+-- grants nothing; release_pass.lua, after the library, hands the lock on
+-- to a queue. Each remembers its reply under req, for requestMs.
 local hash, fence, req, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, token, requestMs, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -35,15 +38,14 @@ if count > 0 then
   -- The lease is left as it is: the remaining holds were promised at
   -- least what the longest of them asked for, and re-entry never shortens.
   redis.call('hincrby', hash, owner, -1)
-else
-  -- The grant replaces this hold; with no live waiter the lock is free.
-  -- No PUBLISH when nobody waits: the grant publishes only to a waiter.
-  local left = passOn(hash, fence, queue, granted, publish, seen[2])
-  if left then
-    -- Remembered as it is: a resent release asks for the pass again,
-    -- which grants nothing twice (pass.lua runs only on a free lock).
-    count = -2
-  end
+  redis.call('set', req, count, 'px', requestMs)
+  return count
 end
-redis.call('set', req, count, 'px', requestMs)
-return count
+-- The free path: with nobody queued the lock is free, and nothing is
+-- published. (Its record is the string '0': a Lua number would be printed,
+-- which costs the server more than the SET.)
+if redis.call('exists', queue) == 0 then
+  redis.call('del', hash)
+  redis.call('set', req, '0', 'px', requestMs)
+  return 0
+end

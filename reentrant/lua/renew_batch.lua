@@ -2,8 +2,9 @@
 -- resources', each as renewLock or renewShare does (see renew.lua and
 -- shared_renew.lua). On a cluster every key must be in one slot: the
 -- caller groups holds by slot.
--- KEYS[2i-1], KEYS[2i] of hold i: a lock's hash and fence; a multi-holder
--- resource's hash and leases
+-- KEYS: each hold's keys in turn: a lock's hash and fence; a multi-holder
+-- resource's hash and leases, and a semaphore's size after them (its
+-- renewal keeps the size past the lease, see keepSize)
 -- ARGV[3i-2] owner: the owner of hold i
 -- ARGV[3i-1] token: the token of hold i; a multi-holder resource's hold
 -- ID (see newHoldID)
@@ -17,14 +18,20 @@ requireMaster()
 
 local now -- the server clock in ms, read once, by the first shared hold
 local renewed = {}
-for i = 1, #KEYS / 2 do
-  local hash, other = KEYS[2 * i - 1], KEYS[2 * i]
+local k = 1 -- the first key of hold i
+for i = 1, (#ARGV - 1) / 3 do
   local owner, token, mode = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i]
   if mode == '' then
-    renewed[i] = renewLock(hash, other, owner, token, leaseMs)
+    renewed[i] = renewLock(KEYS[k], KEYS[k + 1], owner, token, leaseMs)
+    k = k + 2
   else
     now = now or nowMs()
-    renewed[i] = renewShare(hash, other, owner, token, mode, leaseMs, now)
+    local r = {hash = KEYS[k], leases = KEYS[k + 1]}
+    k = k + 2
+    if mode == 'p' then
+      r.sizeKey, k = KEYS[k], k + 1
+    end
+    renewed[i] = renewShare(r, owner, token, mode, leaseMs, now)
   end
 end
 return renewed

@@ -10,7 +10,9 @@
 --     script renews or reports one;
 --   - while any hold is left, the hash and the zset expire at the latest
 --     deadline (settle), so that an abandoned resource disappears by
---     itself; with none left, the hash is deleted.
+--     itself; with none left, the hash is deleted;
+--   - a semaphore's size expires a lease at least after the last deadline
+--     of a hold and the last expiry of its queue (keepSize), never before.
 
 -- purgeMax bounds the expired holds one script drops: a hold left behind
 -- still counts as used, which only delays a grant until the next script.
@@ -176,22 +178,36 @@ local function purge(r, now, field)
   return used, held
 end
 
--- storeSize stores the size the resource was found without (see
--- resource): the first call that finds none stores its own.
-local function storeSize(r)
+-- keepSize keeps a semaphore's size (r.sizeKey; a read-write lock has
+-- none) for two leases of leaseMs (a number) from now (server ms), or
+-- longer where it already lasts longer. Every script that takes, grants or
+-- extends a hold, or queues a waiter, calls it with that hold's or
+-- waiter's lease, so the size outlives by a lease at least everything
+-- that depends on it (see the package doc's Multi-holder resources): a
+-- size found missing is stored from the caller's handle, which must never
+-- happen while a hold or a waiter was admitted under a smaller one. The
+-- first call that finds no size stores its own (see resource). One script
+-- sends one command at most for a lease no longer than one it kept.
+local function keepSize(r, now, leaseMs)
+  if not r.sizeKey or leaseMs <= (r.keptMs or 0) then
+    return
+  end
+  r.keptMs = leaseMs
+  local untilMs = now + 2 * leaseMs
   if r.storeSize then
-    redis.call('set', r.sizeKey, r.size)
+    r.storeSize = false
+    redis.call('set', r.sizeKey, r.size, 'pxat', untilMs)
+  else
+    redis.call('pexpireat', r.sizeKey, untilMs, 'gt')
   end
 end
 
 -- settle records that the holds use used, after a script changed them,
 -- with the holds' fields and values listed in holds (nil for none; see
 -- commitGrants) written in the same call: the hash and the zset expire at
--- the latest deadline, or, with no hold left, the hash goes. It stores a
--- size found missing (storeSize), and the last hold ID issued
--- (keepHoldIDs).
+-- the latest deadline, or, with no hold left, the hash goes. It stores the
+-- last hold ID issued (keepHoldIDs).
 local function settle(r, used, holds)
-  storeSize(r)
   keepHoldIDs(r)
   local last = redis.call('zrange', r.leases, '-1', '-1', 'withscores')
   if #last == 0 then
@@ -203,13 +219,17 @@ local function settle(r, used, holds)
   redis.call('pexpireat', r.leases, last[2])
 end
 
--- extend makes field's lease last until deadline (server ms) unless it
--- already lasts longer: a lease is never shortened. The hash and the zset
--- already expire (see settle), so raising their expiry is enough.
-local function extend(hash, leases, field, deadline)
-  redis.call('zadd', leases, 'gt', deadline, field)
-  redis.call('pexpireat', hash, deadline, 'gt')
-  redis.call('pexpireat', leases, deadline, 'gt')
+-- extend makes field's lease last leaseMs (a number) from now (server ms)
+-- unless it already lasts longer: a lease is never shortened. The hash and
+-- the zset already expire (see settle), so raising their expiry is enough;
+-- a semaphore's size is kept past it (keepSize). r needs only hash, leases
+-- and sizeKey.
+local function extend(r, field, now, leaseMs)
+  local deadline = now + leaseMs
+  redis.call('zadd', r.leases, 'gt', deadline, field)
+  redis.call('pexpireat', r.hash, deadline, 'gt')
+  redis.call('pexpireat', r.leases, deadline, 'gt')
+  keepSize(r, now, leaseMs)
 end
 
 -- earliestMs is how long until the first hold's deadline, in ms, from now:

@@ -64,7 +64,7 @@ if held then
   local claims = named(held.w, waiter)
   if newOwner or claims then
     if waiter ~= '' then
-      extend(hash, leases, field, now + leaseMs)
+      extend(r, field, now, leaseMs)
     end
     if claims then
       -- Claimed: the hold names the waiter no more, so neither its leave
@@ -96,7 +96,7 @@ if held then
   end
   held.c = held.c + 1
   redis.call('hset', hash, field, formatHold(held.c, held.n, held.t, held.hid, held.w))
-  extend(hash, leases, field, now + leaseMs)
+  extend(r, field, now, leaseMs)
   redis.call('set', req, held.c .. ':' .. held.t .. ':' .. held.hid, 'px', requestMs)
   return {1, held.c, tonumber(held.t), 0, tonumber(held.hid)}
 end
@@ -144,6 +144,9 @@ if mine then
   return {1, mine.c, tonumber(mine.t), 0, tonumber(mine.hid)}
 end
 enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
+if waiter ~= '' then
+  keepSize(r, now, leaseMs)
+end
 if plan.left then
   return {2}
 end

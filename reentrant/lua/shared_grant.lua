@@ -329,7 +329,8 @@ end
 -- from the queue and gives the holds granted each a lease from now (server
 -- ms): the one its waiter asked for when it is the caller's own
 -- (plan.self, which is '' for a call without a waiter), else the one it
--- has until confirmed. A lease is never shortened. It returns the holds'
+-- has until confirmed. A lease is never shortened, and a semaphore's size
+-- is kept past the longest (keepSize). It returns the holds'
 -- fields and values (nil for none), which the caller writes as it settles
 -- (settle).
 local function commitGrants(r, plan, now)
@@ -351,16 +352,18 @@ local function commitGrants(r, plan, now)
   end
   -- A deadline goes as a string (see purgeMax), made once per lease: the
   -- grants of a batch mostly ask for the same.
-  local deadlines = {}
+  local deadlines, longest = {}, 0
   for _, g in ipairs(plan.grants) do
     local lease = g.id == plan.self and g.l or g.u
     if not deadlines[lease] then
       deadlines[lease] = formatToken(now + tonumber(lease))
+      longest = math.max(longest, tonumber(lease))
     end
     leases[#leases + 1] = deadlines[lease]
     leases[#leases + 1] = g.f
   end
   redis.call('zadd', r.leases, 'gt', unpack(leases))
+  keepSize(r, now, longest)
   if plan.written then
     setFence(r.fence, plan.written, plan.writtenMs)
   end
@@ -368,10 +371,10 @@ local function commitGrants(r, plan, now)
 end
 
 -- finish writes plan (commitGrants) and settles, when the plan changed
--- anything; it stores a size found missing either way (storeSize).
+-- anything. A size found missing is stored only with a hold or a waiter
+-- that depends on it (keepSize).
 local function finish(r, plan, now)
   if plan.examined == 0 and #plan.grants == 0 then
-    storeSize(r)
     return
   end
   settle(r, plan.used, commitGrants(r, plan, now))

@@ -1,0 +1,24 @@
+-- The rest of acquire.lua, run after the grant library: the lock is held
+-- by another owner, or free with a queue (see acquire.lua, whose locals
+-- this part reads).
+
+local reply = {0, pttl}
+if pttl == -2 then
+  -- Free. Nobody barges past a waiting queue: its head gets the lock,
+  -- which may be the caller.
+  local id, given, left = grant(hash, fence, queue, granted, publish, waiter, nil)
+  if id == waiter and waiter ~= '' then
+    return {1, 1, given}
+  end
+  if not id and not left then
+    return takeFree(hash, fence, owner, leaseMs, newOwner, req, requestMs)
+  end
+  -- Another waiter has it, or the queue's live waiters (this one, if it
+  -- is queued further back) are still behind entries this script had no
+  -- tries left for. Taking the lock then would pass them by, and leave a
+  -- queued caller's record to be granted later to nobody: the caller
+  -- waits as when the lock is held, and repeats the call at once.
+  reply = id and {0, redis.call('pttl', hash)} or {2}
+end
+enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
+return reply

@@ -1,0 +1,85 @@
+package rlock
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/bench/redistest"
+)
+
+// laggingFailover is what happened in lockAcrossLaggingFailover.
+type laggingFailover struct {
+	// Sentinel is the deployment after the failover: Master is the promoted
+	// replica, Replica the killed master, Relay the relay between them.
+	Sentinel *redistest.Sentinel
+	// A and B are the first and second client's holds, nil where their
+	// call failed with AErr or BErr.
+	A, B       *Lock
+	AErr, BErr error
+	// TwoHolders: B was granted the lock while A, granted before it, had
+	// not been told it lost it (A's Context was alive).
+	TwoHolders bool
+	// Failover is the time from the master's SIGKILL to the promoted
+	// replica taking the master role.
+	Failover time.Duration
+}
+
+// failoverLease is the watchdog lease of both clients: A's first renewal
+// comes a third of it after A's grant, later than the two Sentinel waits
+// Failover allows (10s each), so the renewal that would find A's hold gone
+// cannot end A's Context before B is granted. Whether A's Context is alive
+// then is the client's own word that it holds, not a race against it.
+const failoverLease = 90 * time.Second
+
+// lockAcrossLaggingFailover runs issue 31's hazard against two clients
+// made with opts, each on its own failover client: a Sentinel deployment
+// whose replica lags behind a relay that holds the replication stream;
+// client A locks (its grant reaches the master only); the master is
+// SIGKILLed, the relay drops what it held, the sentinel promotes the
+// replica; a new client B, as another process would, tries the same lock
+// on the promoted replica. It reports what each was told. The holds are
+// left to the caller (the clients close at test end).
+func lockAcrossLaggingFailover(t *testing.T, name string, opts ...Option) laggingFailover {
+	t.Helper()
+	ctx := testCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	opts = append([]Option{WithWatchdogLease(failoverLease)}, opts...)
+	clientOn := func() *Client {
+		c, err := New(s.FailoverClient(), opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	a := clientOn()
+	r := laggingFailover{Sentinel: s}
+
+	s.Relay.Hold()
+	r.A, r.AErr = a.Lock(ctx, name)
+	killed := time.Now()
+	s.Master.Stop()
+	s.Relay.Drop()
+	s.Failover()
+	r.Failover = time.Since(killed)
+
+	r.B, r.BErr = clientOn().TryLock(ctx, name)
+	r.TwoHolders = r.AErr == nil && r.BErr == nil && r.A.Context().Err() == nil
+	return r
+}
+
+// Issue 31, the hazard shown: without replica acknowledgements a grant is
+// confirmed once the master has it. The master dies before its replica
+// got the grant (the relay held it, then lost it with the master), the
+// replica is promoted without it, and grants the lock again: two holders.
+// This is the control for the acknowledgement tests; it must observe the
+// overlap, or the set-up tests nothing.
+func TestFailoverToALaggingReplicaGivesTwoHoldersWithoutAcks(t *testing.T) {
+	r := lockAcrossLaggingFailover(t, "lagging")
+	t.Logf("failover from SIGKILL to promotion: %v", r.Failover)
+	require.NoError(t, r.AErr, "A's Lock, on the master")
+	require.NoError(t, r.BErr, "B's TryLock, on the promoted replica")
+	require.True(t, r.TwoHolders, "B was granted while A still held")
+	require.Greater(t, r.B.Token(), r.A.Token(),
+		"fencing tokens still rise across the lost grant: a store that checks them refuses A")
+}
