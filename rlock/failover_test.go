@@ -75,11 +75,24 @@ func lockAcrossLaggingFailover(t *testing.T, name string, opts ...Option) laggin
 // This is the control for the acknowledgement tests; it must observe the
 // overlap, or the set-up tests nothing.
 func TestFailoverToALaggingReplicaGivesTwoHoldersWithoutAcks(t *testing.T) {
-	r := lockAcrossLaggingFailover(t, "lagging")
+	r := lockAcrossLaggingFailover(t, "lagging", WithReplicaAcks(0, 0)) // the default would wait for the replica
 	t.Logf("failover from SIGKILL to promotion: %v", r.Failover)
 	require.NoError(t, r.AErr, "A's Lock, on the master")
 	require.NoError(t, r.BErr, "B's TryLock, on the promoted replica")
 	require.True(t, r.TwoHolders, "B was granted while A still held")
 	require.Greater(t, r.B.Token(), r.A.Token(),
 		"fencing tokens still rise across the lost grant: a store that checks them refuses A")
+}
+
+// Issue 31, the same sequence with the default acknowledgements: A's grant
+// never reaches the replica, so A is told it failed (ErrNotReplicated,
+// matching ErrNotObtained) and gave it back; B, on the promoted replica,
+// is the only holder.
+func TestFailoverToALaggingReplicaKeepsOneHolderWithAcks(t *testing.T) {
+	r := lockAcrossLaggingFailover(t, "lagging-acked")
+	require.Nil(t, r.A)
+	require.ErrorIs(t, r.AErr, ErrNotObtained)
+	require.ErrorIs(t, r.AErr, ErrNotReplicated)
+	require.NoError(t, r.BErr, "B's TryLock, on the promoted replica")
+	require.False(t, r.TwoHolders)
 }
