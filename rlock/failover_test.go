@@ -43,6 +43,13 @@ const failoverLease = 90 * time.Second
 // left to the caller (the clients close at test end).
 func lockAcrossLaggingFailover(t *testing.T, name string, opts ...Option) laggingFailover {
 	t.Helper()
+	return lockAcrossFailover(t, name, true, opts...)
+}
+
+// lockAcrossFailover is lockAcrossLaggingFailover, with the relay holding
+// A's grant only if lagging: else the replica has what the master had.
+func lockAcrossFailover(t *testing.T, name string, lagging bool, opts ...Option) laggingFailover {
+	t.Helper()
 	ctx := testCtx(t)
 	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
 	opts = append([]Option{WithWatchdogLease(failoverLease)}, opts...)
@@ -55,7 +62,9 @@ func lockAcrossLaggingFailover(t *testing.T, name string, opts ...Option) laggin
 	a := clientOn()
 	r := laggingFailover{Sentinel: s}
 
-	s.Relay.Hold()
+	if lagging {
+		s.Relay.Hold()
+	}
 	r.A, r.AErr = a.Lock(ctx, name)
 	killed := time.Now()
 	s.Master.Stop()
@@ -95,4 +104,13 @@ func TestFailoverToALaggingReplicaKeepsOneHolderWithAcks(t *testing.T) {
 	require.ErrorIs(t, r.AErr, ErrNotReplicated)
 	require.NoError(t, r.BErr, "B's TryLock, on the promoted replica")
 	require.False(t, r.TwoHolders)
+}
+
+// Issue 31: a grant a healthy replica acknowledged survives the promotion:
+// B, on the promoted replica, is refused while A holds.
+func TestFailoverKeepsAnAcknowledgedHold(t *testing.T) {
+	r := lockAcrossFailover(t, "healthy", false)
+	require.NoError(t, r.AErr, "A's Lock, acknowledged by the replica")
+	require.ErrorIs(t, r.BErr, ErrNotObtained, "B's TryLock on the promoted replica")
+	require.NoError(t, r.A.Context().Err(), "A still holds")
 }
