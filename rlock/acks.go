@@ -20,7 +20,8 @@ const DefaultReplicaAckTimeout = time.Second
 
 // replicaRecheck is how long the default's count of a master's replicas
 // is trusted: a master found after a failover or a reconnect is asked again
-// within it, by one INFO replication, and at once after a failed
+// within it, by one INFO replication in the background (the grant that
+// finds the count old uses it), and before the next grant after a failed
 // acknowledgement.
 const replicaRecheck = time.Second
 
@@ -71,20 +72,24 @@ func (a ackConfig) validate() error {
 // releaser's script made, or the first run of a resent script. A nil
 // replicaAcks acknowledges nothing.
 type replicaAcks struct {
-	rdb      redis.UniversalClient
-	n        int // explicit: the replicas to wait for; 0: the default's
-	timeout  time.Duration
-	logger   *slog.Logger
-	off      atomic.Bool // the default found WAIT refused
-	mu       sync.Mutex  // guards replicas
-	replicas map[string]replicaCount
+	rdb     redis.UniversalClient
+	n       int // explicit: the replicas to wait for; 0: the default's
+	timeout time.Duration
+	logger  *slog.Logger
+	off     atomic.Bool // the default found WAIT refused
+	// background runs the default's re-reads of a count, off the grant
+	// path: the client's clean-ups, which Close waits for.
+	background *cleanups
+	mu         sync.Mutex // guards replicas
+	replicas   map[string]replicaCount
 }
 
-// replicaCount is the default's count of one master's replicas, and when
-// it was read.
+// replicaCount is the default's count of one master's replicas, when it
+// was read, and whether a re-read is under way.
 type replicaCount struct {
-	n      int64
-	readAt time.Time
+	n         int64
+	readAt    time.Time
+	rereading bool
 }
 
 // newReplicaAcks is the acknowledgements cfg asks for on rdb, nil for
@@ -197,22 +202,52 @@ func (r *replicaAcks) wanted(ctx context.Context, node *redis.Client, addr strin
 	}
 	r.mu.Lock()
 	c, ok := r.replicas[addr]
-	r.mu.Unlock()
-	if !ok || time.Since(c.readAt) >= replicaRecheck {
-		info, err := node.Info(ctx, "replication").Result()
-		if refuses(err) {
-			r.turnOff(err) // a server that cannot tell its replicas
-			return 0, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		c = replicaCount{n: connectedReplicas(info), readAt: time.Now()}
-		r.mu.Lock()
+	reread := ok && !c.rereading && time.Since(c.readAt) >= replicaRecheck
+	if reread {
+		c.rereading = true
 		r.replicas[addr] = c
-		r.mu.Unlock()
+	}
+	r.mu.Unlock()
+	if !ok {
+		return r.read(ctx, node, addr)
+	}
+	if reread {
+		// The count in hand serves this grant: a grant message must make
+		// its handle without another round trip.
+		r.background.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, addr) })
 	}
 	return int(min(c.n, 1)), nil
+}
+
+// read reads how many replicas the master node at addr has, records it,
+// and returns how many acknowledgements the default waits for there.
+func (r *replicaAcks) read(ctx context.Context, node *redis.Client, addr string) (int, error) {
+	info, err := node.Info(ctx, "replication").Result()
+	if refuses(err) {
+		r.turnOff(err) // a server that cannot tell its replicas
+		return 0, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		delete(r.replicas, addr) // read again by the next grant
+		return 0, err
+	}
+	c := replicaCount{n: connectedReplicas(info), readAt: time.Now()}
+	r.replicas[addr] = c
+	return int(min(c.n, 1)), nil
+}
+
+// start reads the count of a single master's replicas in the background,
+// so that the first grant, which may come by message, need not.
+func (r *replicaAcks) start(bg *cleanups) {
+	if r == nil {
+		return
+	}
+	r.background = bg
+	if node, ok := r.rdb.(*redis.Client); ok && r.n == 0 {
+		bg.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, node.Options().Addr) })
+	}
 }
 
 // connectedReplicas reads connected_slaves from INFO replication; 0 where

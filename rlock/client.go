@@ -100,6 +100,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		mode = notify.Sharded
 	}
 	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), wire: wire, acks: acks, grants: grantLine{perLock: sharded}}
+	acks.start(&c.background)
 	hub, err := notify.New(rdb, notify.Options{Mode: mode, Unclaimed: c.unclaimedGrant})
 	if err != nil {
 		return nil, lower(err)
