@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The Redisson-style baselines of the multi-holder scenarios, written for
+// The Redisson-style baselines of the shared-resource scenarios, written for
 // the bench from the key formats Redisson documents (its Lua is not copied):
 // RReadWriteLock, reader-preferring, and RSemaphore, a bare counter. Both
 // wake their waiters as Redisson does: a waiter that fails subscribes to the

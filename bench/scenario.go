@@ -85,7 +85,7 @@ func Scenarios(d time.Duration) []Scenario {
 	}
 }
 
-// The multi-holder scenarios' names.
+// The shared-resource scenarios' names.
 const (
 	rwMostlyReads = "rw-9:1"
 	rwEven        = "rw-1:1"

@@ -7,7 +7,7 @@ import (
 	"github.com/batonlock/baton/rlock"
 )
 
-// The contestants of the multi-holder scenarios.
+// The contestants of the shared-resource scenarios.
 const (
 	// BatonRWName is baton's RWLock, the algorithm under test of the RW
 	// scenarios.

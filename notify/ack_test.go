@@ -23,20 +23,20 @@ func TestAckConfirmsOnlyTheLastSubscribe(t *testing.T) {
 	c.count("ch", pending{unsubs: 1})
 	c.count("ch", pending{subs: 1})
 
-	require.Nil(t, h.ack(c, "subscribe", "ch"))
+	require.Nil(t, movedBy(h, c, "subscribe", "ch"))
 	require.False(t, e.confirmed, "the first reply answers the dropped reference")
-	require.Nil(t, h.ack(c, "unsubscribe", "ch"))
+	require.Nil(t, movedBy(h, c, "unsubscribe", "ch"))
 	require.False(t, e.confirmed)
-	require.Nil(t, h.ack(c, "subscribe", "ch"))
+	require.Nil(t, movedBy(h, c, "subscribe", "ch"))
 	require.True(t, e.confirmed)
 	require.Empty(t, c.sent)
 
-	require.Equal(t, []*entry{e}, h.ack(c, "sunsubscribe", "ch"), "the server dropped a referenced channel")
+	require.Equal(t, []*entry{e}, movedBy(h, c, "sunsubscribe", "ch"), "the server dropped a referenced channel")
 	require.True(t, e.moving)
 	require.False(t, e.confirmed, "lost until subscribed on the new master")
-	require.Nil(t, h.ack(c, "sunsubscribe", "ch"), "already moving")
-	require.Nil(t, h.ack(c, "sunsubscribe", "gone"), "nobody references it")
-	require.Nil(t, h.ack(c, "ssubscribe", "unasked"))
+	require.Nil(t, movedBy(h, c, "sunsubscribe", "ch"), "already moving")
+	require.Nil(t, movedBy(h, c, "sunsubscribe", "gone"), "nobody references it")
+	require.Nil(t, movedBy(h, c, "ssubscribe", "unasked"))
 }
 
 // The server drops a migrated slot's channels with one unasked SUNSUBSCRIBE
@@ -51,8 +51,8 @@ func TestUnaskedUnsubscribeMovesItsSlotOnce(t *testing.T) {
 		e.confirm()
 		h.entries[ch], entries[ch] = e, e
 	}
-	require.ElementsMatch(t, []*entry{entries["{a}1"], entries["{a}2"]}, h.ack(c, "sunsubscribe", "{a}1"))
-	require.Empty(t, h.ack(c, "sunsubscribe", "{a}2"), "its slot is already moving")
+	require.ElementsMatch(t, []*entry{entries["{a}1"], entries["{a}2"]}, movedBy(h, c, "sunsubscribe", "{a}1"))
+	require.Empty(t, movedBy(h, c, "sunsubscribe", "{a}2"), "its slot is already moving")
 	require.False(t, entries["{b}1"].moving, "another slot stays")
 }
 
@@ -115,4 +115,10 @@ func TestConfirmAfterLossResyncsEveryMailbox(t *testing.T) {
 	fresh.lose()
 	fresh.confirm()
 	require.Empty(t, c.mail, "nobody relied on a subscription never confirmed")
+}
+
+// movedBy is ack's first result: the entries that must move.
+func movedBy(h *Hub, c *conn, kind, channel string) []*entry {
+	moved, _ := h.ack(c, kind, channel)
+	return moved
 }

@@ -121,14 +121,19 @@ func (h *Hub) dispatch(c *conn, msg any) []*entry {
 		}
 	case *redis.Subscription:
 		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.ack(c, m.Kind, m.Channel)
+		moved, resynced := h.ack(c, m.Kind, m.Channel)
+		h.mu.Unlock()
+		if resynced {
+			h.resubscribed()
+		}
+		return moved
 	}
 	return nil // *redis.Pong: proof of life is all it carries
 }
 
 // ack applies a subscribe or unsubscribe reply. It returns the entries that
-// must move to another connection, if any.
+// must move to another connection, if any, and whether the reply confirmed
+// again a subscription that had been lost (its mailboxes got a resync).
 //
 // Replies come in the order the commands were sent, and c.sent counts the
 // commands still unanswered. An entry is confirmed only by the reply to the
@@ -140,28 +145,28 @@ func (h *Hub) dispatch(c *conn, msg any) []*entry {
 // referenced, it and the rest of its slot must move there, and their waiters
 // are woken once confirmed again, since releases published meanwhile reached
 // nobody.
-func (h *Hub) ack(c *conn, kind, channel string) []*entry {
+func (h *Hub) ack(c *conn, kind, channel string) (moved []*entry, resynced bool) {
 	p := c.sent[channel]
 	e := h.served(c, channel)
 	switch kind {
 	case "subscribe", "ssubscribe":
 		if p.subs == 0 {
-			return nil
+			return nil, false
 		}
 		c.count(channel, pending{subs: -1})
 		if p.subs == 1 && e != nil {
-			e.confirm()
+			return nil, e.confirm()
 		}
 	case "unsubscribe", "sunsubscribe":
 		if p.unsubs == 0 {
 			if e == nil {
-				return nil
+				return nil, false
 			}
-			return h.moveSlot(c, slot.Of(channel))
+			return h.moveSlot(c, slot.Of(channel)), false
 		}
 		c.count(channel, pending{unsubs: -1})
 	}
-	return nil
+	return nil, false
 }
 
 // recycle gives c a new PubSub and subscribes again every channel c served,

@@ -36,6 +36,13 @@ type Options struct {
 	// Whatever such a message offered can so be handed back. It is called without the hub's locks,
 	// from the hub's reader or from Subscription.Close, and must not block.
 	Unclaimed func(channel, msg string)
+	// Resubscribed, if set, is told each time Redis confirms again a
+	// subscription that was lost with its connection or its slot's move,
+	// right after that subscription's mailboxes got their resync: the
+	// server has been unreachable or has changed, and whatever it kept may
+	// be gone. It is called without the hub's locks, from the hub's
+	// reader, once per channel confirmed again, and must not block.
+	Resubscribed func()
 }
 
 // Errors returned by the hub. They carry the package prefix so a log line says
@@ -70,14 +77,15 @@ const defaultHealthCheckInterval = time.Second
 // subscription it is addressed to. Create one per client with New; it is
 // safe for concurrent use.
 type Hub struct {
-	be        backend
-	interval  time.Duration
-	unclaimed func(channel, msg string)
-	life      context.Context // bounds all hub I/O; cancelled by Close
-	cancel    context.CancelFunc
-	done      chan struct{} // closed by Close
-	once      sync.Once
-	wg        sync.WaitGroup // one per reader goroutine
+	be           backend
+	interval     time.Duration
+	unclaimed    func(channel, msg string)
+	resubscribed func()
+	life         context.Context // bounds all hub I/O; cancelled by Close
+	cancel       context.CancelFunc
+	done         chan struct{} // closed by Close
+	once         sync.Once
+	wg           sync.WaitGroup // one per reader goroutine
 
 	// io is held across a state transition that sends a command and the send
 	// itself, so commands reach the wire in the order of the transitions, and
@@ -113,17 +121,22 @@ func newHub(be backend, opts Options) *Hub {
 	if unclaimed == nil {
 		unclaimed = func(string, string) {}
 	}
+	resubscribed := opts.Resubscribed
+	if resubscribed == nil {
+		resubscribed = func() {}
+	}
 	life, cancel := context.WithCancel(context.Background())
 	return &Hub{
-		be:        be,
-		interval:  interval,
-		unclaimed: unclaimed,
-		life:      life,
-		cancel:    cancel,
-		done:      make(chan struct{}),
-		io:        make(chan struct{}, 1),
-		entries:   map[string]*entry{},
-		conns:     map[string]*conn{},
+		be:           be,
+		interval:     interval,
+		unclaimed:    unclaimed,
+		resubscribed: resubscribed,
+		life:         life,
+		cancel:       cancel,
+		done:         make(chan struct{}),
+		io:           make(chan struct{}, 1),
+		entries:      map[string]*entry{},
+		conns:        map[string]*conn{},
 	}
 }
 

@@ -145,3 +145,32 @@ func TestCloseDuringOutage(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second)
 	require.ErrorIs(t, await(t, res).err, ErrClosed)
 }
+
+// Resubscribed is told when a lost subscription is confirmed again (the
+// server was away: a client must check what it kept), by the time its
+// resync is delivered; a first confirmation tells it nothing.
+func TestResubscribedToldOnReconnectOnly(t *testing.T) {
+	f := newFixture(t, Classic)
+	told := make(chan struct{}, 4)
+	h, err := New(f.client(), Options{HealthCheckInterval: testInterval, Resubscribed: func() { told <- struct{}{} }})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	s, err := h.Subscribe(testCtx(t), "again", "a")
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	select {
+	case <-told:
+		t.Fatal("told of a first subscription")
+	case <-time.After(grace):
+	}
+
+	f.srv.Restart()
+	d, err := s.Wait(testCtx(t), settle)
+	require.NoError(t, err)
+	require.True(t, d.Resync)
+	select {
+	case <-told:
+	case <-time.After(settle):
+		t.Fatal("not told of the subscription confirmed again")
+	}
+}

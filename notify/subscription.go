@@ -161,21 +161,25 @@ func route(e *entry, msg string) (unclaimed []string) {
 	return unclaimed
 }
 
-// confirm records Redis's confirmation of the subscription.
-func (e *entry) confirm() {
+// confirm records Redis's confirmation of the subscription. It reports
+// whether the confirmation was of a lost subscription, whose mailboxes it
+// resynced.
+func (e *entry) confirm() (resynced bool) {
 	if !e.confirmed {
 		e.confirmed = true
 		close(e.ready)
 	}
-	if e.resync {
-		e.resync = false
-		for _, s := range e.mailbox {
-			s.deliver(Delivery{Resync: true})
-		}
-		for s := range e.every {
-			s.deliver(Delivery{Resync: true})
-		}
+	if !e.resync {
+		return false
 	}
+	e.resync = false
+	for _, s := range e.mailbox {
+		s.deliver(Delivery{Resync: true})
+	}
+	for s := range e.every {
+		s.deliver(Delivery{Resync: true})
+	}
+	return true
 }
 
 // lose records that the subscription is gone from the server until confirmed

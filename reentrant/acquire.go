@@ -31,7 +31,7 @@ type AcquireResult struct {
 	// the call changed nothing, its lease included: a replay, or a waiter
 	// finding the grant it was handed.
 	Reported bool
-	// hold is a multi-holder resource's hold ID (see HoldID); 0 for a
+	// hold is a shared resource's hold ID (see HoldID); 0 for a
 	// plain lock.
 	hold uint64
 	// Draining (when not Acquired) says the lock is free, but its queue
@@ -44,12 +44,12 @@ type AcquireResult struct {
 
 // HoldID is the ID of the owner's hold (when Acquired), which a release,
 // a renewal or a re-entry names it by: unique per hold, kept on re-entry.
-// For a plain lock it is the token. A multi-holder resource's hold has an
-// ID of its own (see the package doc's Multi-holder resources), since a
+// For a plain lock it is the token. A shared resource's hold has an
+// ID of its own (see the package doc's Shared resources), since a
 // read's token, the last write's, is shared by every read since.
 func (r AcquireResult) HoldID() uint64 { return holdID(r.hold, r.Token) }
 
-// holdID is a hold's ID: hold, a multi-holder resource's, else the token.
+// holdID is a hold's ID: hold, a shared resource's, else the token.
 func holdID(hold, token uint64) uint64 {
 	if hold != 0 {
 		return hold

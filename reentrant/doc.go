@@ -1,5 +1,5 @@
 // Package reentrant is the Redis side of baton's reentrant lock, and of
-// its multi-holder resources (the read-write lock and the semaphore): the
+// its shared resources (the read-write lock and the semaphore): the
 // Lua scripts, the key and channel names, and the typed results of
 // acquire, release, renew, leave, force-release and inspect. It has no
 // goroutines and no timers; waiting, renewal and ownership live in the
@@ -18,7 +18,7 @@
 //	<prefix>{N}                the lock hash
 //	<prefix>{N}:fence          the fencing-token counter (expires; see Footprint)
 //	<prefix>{N}:queue          the waiters, oldest first, one record each (expires)
-//	<prefix>{N}:granted        a shared owner's last grant, for a waiter that missed it
+//	<prefix>{N}:granted        a given owner's last grant, for a waiter that missed it
 //	<prefix>{N}:alive:<client> a client's liveness key, where the receiver count cannot judge
 //	<prefix>{N}:req:<id>       a request's remembered result (expires)
 //	<prefix>grant:<client>     a client's grant channel (<prefix>{N}:grant:<client> sharded)
@@ -48,7 +48,7 @@
 // waiter looks at least every third of its lease), request keys after
 // RequestTTL, liveness keys after AliveTTL, a semaphore's size two leases
 // after the last hold or waiter that depends on it, or after SetSize (see
-// Multi-holder resources).
+// Shared resources).
 //
 // The fencing counter holding token t of a hold of lease L expires at t's
 // time plus 2L (in server ms, PXAT; fenceUntil in lua/token.lua). Every
@@ -99,7 +99,7 @@
 // lease should have run out (the first look grants the head), and at
 // least every third of its lease. A look finds the grant the waiter was
 // handed, message or not: an owner made for one call holds the lock only
-// through its grant, and a shared owner's grant is kept in the granted
+// through its grant, and a given owner's grant is kept in the granted
 // key. Each look that finds the waiter still queued is a moment known to
 // precede its grant, so a grant leaves at least two thirds of the lease to
 // rely on.
@@ -171,10 +171,11 @@
 // ran unseen as after a lost reply (Redis keeps what a script wrote
 // before its error). Its message names the Lua file and the line in it.
 //
-// # Multi-holder resources
+// # Shared resources
 //
-// A read-write lock and a semaphore are one machine (SharedKeys): a
-// resource of a size that several holds share, each taking a weight. A
+// A read-write lock and a semaphore are each a shared resource, one that
+// several holders may hold at once, and they are one machine (SharedKeys):
+// a resource of a size that several holds share, each taking a weight. A
 // semaphore's size is its permits, stored in Redis; a hold takes the
 // permits it asked for. A read-write lock's size is WriteWeight; a read
 // takes 1 and a write WriteWeight, so a write is alone, and reads share. A
@@ -208,7 +209,7 @@
 // lua/shared.lua: one command, only in the scripts that write a deadline);
 // a deadline is at most one lease ahead, so the size outlives every hold's
 // deadline and the queue's expiry, each by its own lease at least. SetSize keeps it for two of
-// the lease it is given (rlock's SetMax: the watchdog lease), and never
+// the lease it is given (rlock's SetSize: the watchdog lease), and never
 // shortens what holds and waiters kept. Once the semaphore is idle past
 // that, it is new: the next call stores its handle's size.
 //
@@ -267,7 +268,7 @@
 // server's role), lua/token.lua (the fencing token), lua/record.lua (the queue record's reader),
 // lua/publish.lua (the write probe, and deliver, which publishes a grant
 // and judges its waiter's liveness) and lua/grant.lua (the grant, and
-// passOn, the tail that grants or deletes). A multi-holder resource's
+// passOn, the tail that grants or deletes). A shared resource's
 // scripts (lua/shared_*.lua) run lua/shared.lua (the holds) and
 // lua/shared_grant.lua (their grant) in place of lua/grant.lua. The
 // Redisson format's scripts that set a lease run lua/redisson_lease.lua

@@ -52,7 +52,7 @@ func TestNothingLeftAfterExpiry(t *testing.T) {
 	require.Zero(t, rdb.DBSize(ctx).Val())
 }
 
-// holdEach takes and releases a hold of each kind of the family on name:
+// holdEach takes and releases a hold of the lock and of each shared resource on name:
 // a lock, an RW write and read, and a semaphore's permit.
 func holdEach(ctx context.Context, rdb *redis.Client, name string) error {
 	l, err := footprintNS.Keys(name)
@@ -80,7 +80,7 @@ func holdEach(ctx context.Context, rdb *redis.Client, name string) error {
 	write, _ := k.Write()
 	read, _ := k.Read()
 	p, _ := s.Permits(1)
-	for _, sh := range []Share{write, read, p} {
+	for _, sh := range []SharedMode{write, read, p} {
 		g, err := sh.AcquireNew(ctx, rdb, "o", footprintLease, Waiter{})
 		if err == nil {
 			_, err = sh.Release(ctx, rdb, "o", g.Token, "rel")

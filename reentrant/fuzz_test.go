@@ -75,7 +75,7 @@ func runEveryScript(t *testing.T, rdb *redis.Client, l Keys) {
 	r, err = l.Acquire(ctx, rdb, "A", "r2", lease, 0, Waiter{})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, r.HoldCount)
-	renewed, errs := RenewAll(ctx, rdb, [][]Renewal{{{Keys: l, Owner: "A", Token: first}}}, lease)
+	renewed, errs := RenewAll(ctx, rdb, [][]HoldRef{{{Keys: l, Owner: "A", Token: first}}}, lease)
 	require.NoError(t, errs[0])
 	require.Equal(t, []bool{true}, renewed[0])
 	st, err := l.Inspect(ctx, rdb)

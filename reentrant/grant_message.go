@@ -16,13 +16,13 @@ import (
 type Grant struct {
 	Waiter string // the waiter it is addressed to
 	Lock   string // the name of the lock or resource it grants
-	// Kind is the kind of the multi-holder resource it grants; empty for
+	// Kind is the kind of the shared resource it grants; empty for
 	// a plain lock.
 	Kind Kind
-	// Mode is the granted hold's mode, of a multi-holder resource; empty
+	// Mode is the granted hold's mode, of a shared resource; empty
 	// for a plain lock.
 	Mode Mode
-	// Weight is how much of a multi-holder resource's size the granted
+	// Weight is how much of a shared resource's size the granted
 	// hold takes (the permits, for a semaphore); zero for a plain lock.
 	Weight int64
 	Token  uint64 // the token of the hold it grants
@@ -32,15 +32,15 @@ type Grant struct {
 	// when the grant already has the lease the waiter asked for.
 	Unconfirmed time.Duration
 
-	hold uint64 // a multi-holder resource's hold ID (see HoldID); 0 for a plain lock
+	hold uint64 // a shared resource's hold ID (see HoldID); 0 for a plain lock
 }
 
 // HoldID is the ID of the hold the grant grants: a plain lock's token, or
-// the hold ID of a multi-holder resource's hold (see AcquireResult.HoldID).
+// the hold ID of a shared resource's hold (see AcquireResult.HoldID).
 func (g Grant) HoldID() uint64 { return holdID(g.hold, g.Token) }
 
-// grantBody is one grant in a message: the token and a multi-holder
-// resource's hold ID (strings, which cjson does not round), the owner, the mode and the permits (of a multi-holder
+// grantBody is one grant in a message: the token and a shared
+// resource's hold ID (strings, which cjson does not round), the owner, the mode and the permits (of a shared
 // resource; a mode of a read-write lock says its weight) and, where the
 // grant's lease holds only until confirmed, that lease in ms.
 type grantBody struct {
@@ -70,7 +70,7 @@ func weight(mode Mode, permits int64) int64 {
 
 // ParseGrant reads a grant message addressed to one waiter: the waiter's
 // ID, a space, and a JSON object. A plain lock's object has the lock's
-// hash key (k) and the grant's fields (see grantBody); a multi-holder
+// hash key (k) and the grant's fields (see grantBody); a shared
 // resource's has the resource's hash key (k) and, by waiter ID, the grants
 // of every waiter the message was addressed to (g). notify hands a waiter
 // the payload of a message addressed to several; the waiter reads it as
@@ -111,10 +111,10 @@ func ParseGrants(msg string) ([]Grant, error) {
 }
 
 // grantPayload is the object of a grant message, decoded: a plain lock's
-// one grant, or a multi-holder resource's grants by waiter ID.
+// one grant, or a shared resource's grants by waiter ID.
 type grantPayload struct {
 	plain  *Grant           // the grant of a plain lock's message, its Waiter unset
-	grants map[string]Grant // by waiter ID, of a multi-holder resource's message
+	grants map[string]Grant // by waiter ID, of a shared resource's message
 }
 
 // errNotGrant is a payload that is not a grant message's.
@@ -239,7 +239,7 @@ func quickPlainGrant(waiter, body string) (Grant, bool) {
 	hash := string(m.Hash)
 	from, to := strings.IndexByte(hash, '{'), strings.LastIndexByte(hash, '}')
 	if err != nil || from < 0 || to <= from || to != len(hash)-1 {
-		return Grant{}, false // a multi-holder resource's key has a kind after its tag
+		return Grant{}, false // a shared resource's key has a kind after its tag
 	}
 	return Grant{Waiter: waiter, Lock: hash[from+1 : to], Token: token, Owner: string(m.Owner),
 		Unconfirmed: time.Duration(m.Unconfirmed) * time.Millisecond}, true

@@ -91,7 +91,7 @@ func BenchmarkParseGrant(b *testing.B) {
 	}
 }
 
-// A multi-holder grant message carries, by waiter ID, the grant of each
+// A shared grant message carries, by waiter ID, the grant of each
 // waiter it is addressed to; a waiter reads the payload as addressed to
 // itself alone (as notify hands it over), and anything else is refused.
 func TestParseSharedGrants(t *testing.T) {
@@ -101,7 +101,7 @@ func TestParseSharedGrants(t *testing.T) {
 		hold: 11}, rw)
 	require.EqualValues(t, 11, rw.HoldID())
 	_, err = ParseGrant(`a {"k":"app:{x}:rw","g":{"a":{"t":"7","o":"A","m":"w"}}}`)
-	require.Error(t, err, "a multi-holder grant with no hold ID")
+	require.Error(t, err, "a shared resource's grant with no hold ID")
 
 	msg := `a,b {"k":"app:{pool}:sem","g":{"a":{"t":"7","h":"7","o":"A","m":"p","n":1},"b":{"t":"8","h":"9","o":"B b","m":"p","n":3,"u":150}}}`
 	gs, err := ParseGrants(msg)
@@ -119,13 +119,13 @@ func TestParseSharedGrants(t *testing.T) {
 	require.Equal(t, gs[1], g)
 	k, err := Namespace{Prefix: "app:"}.SharedKeys(KindSemaphore, "pool")
 	require.NoError(t, err)
-	share, err := k.Granted(g)
+	mode, err := k.ModeOf(g)
 	require.NoError(t, err)
-	require.Equal(t, ModePermits, share.Mode())
-	require.EqualValues(t, 3, share.Weight())
+	require.Equal(t, ModePermits, mode.Mode())
+	require.EqualValues(t, 3, mode.Weight())
 	other, err := Namespace{}.SharedKeys(KindRW, "pool")
 	require.NoError(t, err)
-	_, err = other.Granted(g)
+	_, err = other.ModeOf(g)
 	require.ErrorIs(t, err, ErrInvalidKind)
 
 	for _, bad := range []string{
@@ -199,7 +199,7 @@ func rawGrants(grants map[string]string) map[string]json.RawMessage {
 	return out
 }
 
-// A multi-holder grant message carries any name and owner byte for byte,
+// A shared grant message carries any name and owner byte for byte,
 // invalid UTF-8 included: encoding/json would replace those bytes, and the
 // client could then neither claim the grant nor pass on one whose waiter
 // has gone. (TestQueueRecordsKeepAnyOwner checks a plain lock's.)
@@ -219,7 +219,7 @@ func TestSharedGrantsCarryInvalidUTF8Losslessly(t *testing.T) {
 	require.Len(t, gs, 1)
 	require.Equal(t, name, gs[0].Lock)
 	require.Equal(t, owner, gs[0].Owner)
-	share, err := k.Granted(gs[0])
+	mode, err := k.ModeOf(gs[0])
 	require.NoError(t, err, "the grant names the resource it came from")
-	require.Equal(t, ModeRead, share.Mode())
+	require.Equal(t, ModeRead, mode.Mode())
 }

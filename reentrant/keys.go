@@ -31,7 +31,7 @@ var ErrInvalidName = errors.New("reentrant: invalid lock name")
 // move the hash tag away from the lock name.
 var ErrInvalidPrefix = errors.New("reentrant: invalid key prefix")
 
-// Namespace says where a family of locks lives and how releases are published.
+// Namespace says where a set of locks lives and how releases are published.
 type Namespace struct {
 	// Prefix starts every key; empty means DefaultPrefix.
 	Prefix string
@@ -72,7 +72,7 @@ type Keys struct {
 	// Queue is the key of the list of waiting calls, oldest first: one
 	// record each, with what its grant needs.
 	Queue string
-	// Granted is the key naming the last waiter of a shared owner granted
+	// Granted is the key naming the last waiter of a given owner granted
 	// the lock, and its token, so that a waiter that missed its grant
 	// message finds it. (An owner made for one call needs none: its holding
 	// the lock says it.)

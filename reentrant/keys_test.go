@@ -94,7 +94,7 @@ func BenchmarkKeys(b *testing.B) {
 	}
 }
 
-// The keys of a multi-holder resource: distinct from the plain lock's and
+// The keys of a shared resource: distinct from the plain lock's and
 // the other kind's of the same name, all in the name's slot, and the grant
 // channel the plain lock's.
 func TestSharedKeyLayout(t *testing.T) {

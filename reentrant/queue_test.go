@@ -137,7 +137,7 @@ func TestLeave(t *testing.T) {
 	require.False(t, passed)
 	require.Zero(t, rdb.LLen(ctx, l.Queue).Val())
 
-	// A shared owner's waiter passes on only the grant that was its own:
+	// A given owner's waiter passes on only the grant that was its own:
 	// its owner may hold the lock through another of its calls.
 	subS1, wS1 := subscribed(t, rdb, l, "s1")
 	_, wS2 := subscribed(t, rdb, l, "s2")

@@ -28,7 +28,7 @@ type Waiter struct {
 // the two to it. Six fields separated by single spaces, then three strings
 // back to back:
 //
-//	<id> <lease> <unconfirmed> <shared> <channel length> <alive length> <channel><alive><owner>
+//	<id> <lease> <unconfirmed> <given> <channel length> <alive length> <channel><alive><owner>
 //
 //	id           the waiter's ID; it has no space
 //	lease        the lease the hold asks for, in ms, in decimal
@@ -36,7 +36,7 @@ type Waiter struct {
 //	             ms: the lease, or less where liveness is judged by key (a
 //	             waiter that crashed while its liveness key lived then
 //	             holds the lock that long, not its whole lease)
-//	shared       1 when the owner is shared (a grant must then record
+//	given        1 when the owner is given (a grant must then record
 //	             which waiter it went to: Keys.Granted), 0 when it was made
 //	             for the one call
 //	lengths      the byte lengths of the channel and the liveness key, in
@@ -49,7 +49,7 @@ type Waiter struct {
 // they hold. The same call always writes the same record, which is how it
 // finds itself in the queue (LPOS) and leaves it (LREM).
 //
-// A waiter of a multi-holder resource (a read-write lock, a semaphore:
+// A waiter of a shared resource (a read-write lock, a semaphore:
 // SharedKeys) has the same record behind two more fields, written by
 // sharedRecord and read by parseSharedWaiter:
 //
@@ -58,18 +58,18 @@ type Waiter struct {
 //	mode    what it asks for: r (read), w (write) or p (permits); see Mode
 //	weight  how much of the resource's size it takes, in decimal: 1 for a
 //	        read, WriteWeight for a write, the permits asked for
-func (w Waiter) record(owner string, leaseMs, aliveMs int64, shared bool) string {
+func (w Waiter) record(owner string, leaseMs, aliveMs int64, givenOwner bool) string {
 	unconfirmed := leaseMs
 	if w.Alive != "" && aliveMs > 0 {
 		unconfirmed = min(leaseMs, aliveMs)
 	}
-	return fmt.Sprintf("%s %d %d %s %d %d %s%s%s", w.ID, leaseMs, unconfirmed, wireFlag(shared),
+	return fmt.Sprintf("%s %d %d %s %d %d %s%s%s", w.ID, leaseMs, unconfirmed, wireFlag(givenOwner),
 		len(w.Channel), len(w.Alive), w.Channel, w.Alive, owner)
 }
 
-// sharedRecord is w's record in the queue of a multi-holder resource, for
+// sharedRecord is w's record in the queue of a shared resource, for
 // owner asking for weight in mode: record's, behind the mode and the weight
 // (see record for the format).
-func (w Waiter) sharedRecord(mode Mode, weight int64, owner string, leaseMs, aliveMs int64, shared bool) string {
-	return fmt.Sprintf("%s %d %s", mode, weight, w.record(owner, leaseMs, aliveMs, shared))
+func (w Waiter) sharedRecord(mode Mode, weight int64, owner string, leaseMs, aliveMs int64, givenOwner bool) string {
+	return fmt.Sprintf("%s %d %s", mode, weight, w.record(owner, leaseMs, aliveMs, givenOwner))
 }

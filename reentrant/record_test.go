@@ -19,7 +19,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		owner   string
 		leaseMs int64
 		aliveMs int64
-		shared  bool
+		given   bool
 		mode    Mode
 		weight  int64
 	}
@@ -36,8 +36,8 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	plain, shared := []any{"plain"}, []any{"shared"}
 	for _, r := range recs {
-		plain = append(plain, r.w.record(r.owner, r.leaseMs, r.aliveMs, r.shared))
-		shared = append(shared, r.w.sharedRecord(r.mode, r.weight, r.owner, r.leaseMs, r.aliveMs, r.shared))
+		plain = append(plain, r.w.record(r.owner, r.leaseMs, r.aliveMs, r.given))
+		shared = append(shared, r.w.sharedRecord(r.mode, r.weight, r.owner, r.leaseMs, r.aliveMs, r.given))
 	}
 	parse := newScript(append(luaFiles(sharedLibrary...), testLua(t, "parse_record.lua"))...)
 	plainReply, err := parse.Run(ctx, rdb, nil, plain...).Slice()
@@ -51,12 +51,12 @@ func TestRecordRoundTrip(t *testing.T) {
 		if r.w.Alive != "" && r.aliveMs > 0 {
 			unconfirmed = min(r.leaseMs, r.aliveMs)
 		}
-		shared := "0"
-		if r.shared {
-			shared = "1"
+		given := "0"
+		if r.given {
+			given = "1"
 		}
 		want := []any{r.w.ID, strconv.FormatInt(r.leaseMs, 10), strconv.FormatInt(unconfirmed, 10),
-			shared, r.w.Channel, r.w.Alive, r.owner}
+			given, r.w.Channel, r.w.Alive, r.owner}
 		require.Equal(t, want, plainReply[i], "record %d", i)
 		want = append(want, string(r.mode), strconv.FormatInt(r.weight, 10))
 		require.Equal(t, want, sharedReply[i], "shared record %d", i)

@@ -9,25 +9,25 @@ import (
 )
 
 // renewScript runs lua/renew_batch.lua: it renews any list of holds, of
-// plain locks and of multi-holder resources, with the renewal of each
+// plain locks and of shared resources, with the renewal of each
 // kind written once (renew.lua, shared_renew.lua).
 var renewScript = newScript(luaFiles("master.lua", "token.lua", "shared.lua", "renew.lua", "shared_renew.lua", "renew_batch.lua")...)
 
-// Renewal names one owner's hold on one lock under its token, for
-// RenewAll; or, made by Share.Renewal, a hold of a multi-holder resource
+// HoldRef names one owner's hold on one lock under its token, for
+// RenewAll; or, made by SharedMode.HoldRef, a hold of a shared resource
 // under its hold ID, in Token (Keys is then unused).
-type Renewal struct {
+type HoldRef struct {
 	Keys  Keys
 	Owner string
 	Token uint64
 
-	share *Share // the hold's share, for a multi-holder resource's hold
+	mode *SharedMode // the hold's mode, for a shared resource's hold
 }
 
 // appendTo adds r's keys and arguments to those of a renewal script call
 // (see renew_batch.lua).
-func (r Renewal) appendTo(keys []string, args []any) ([]string, []any) {
-	if s := r.share; s != nil {
+func (r HoldRef) appendTo(keys []string, args []any) ([]string, []any) {
+	if s := r.mode; s != nil {
 		keys = append(keys, s.keys.Hash, s.keys.Leases)
 		if s.keys.Size != "" {
 			keys = append(keys, s.keys.Size)
@@ -38,8 +38,8 @@ func (r Renewal) appendTo(keys []string, args []any) ([]string, []any) {
 }
 
 // name names r's lock or resource in errors.
-func (r Renewal) name() string {
-	if s := r.share; s != nil {
+func (r HoldRef) name() string {
+	if s := r.mode; s != nil {
 		return fmt.Sprintf("%s %q", s.keys.Kind, s.keys.Name)
 	}
 	return fmt.Sprintf("%q", r.Keys.Name)
@@ -47,7 +47,7 @@ func (r Renewal) name() string {
 
 // renewCall is the keys and arguments of one renewal script call that
 // renews group for a lease of ms.
-func renewCall(group []Renewal, ms int64) ([]string, []any) {
+func renewCall(group []HoldRef, ms int64) ([]string, []any) {
 	keys, args := make([]string, 0, 3*len(group)), make([]any, 0, 3*len(group)+1)
 	for _, r := range group {
 		keys, args = r.appendTo(keys, args)
@@ -55,7 +55,7 @@ func renewCall(group []Renewal, ms int64) ([]string, []any) {
 	return keys, append(args, ms)
 }
 
-// RenewAll renews each hold of groups as Renew (or Share.Renew) does,
+// RenewAll renews each hold of groups as Renew (or SharedMode.Renew) does,
 // whatever their kinds: one script call for each group, all in one
 // pipeline, so one round trip on a single node and one per node on a
 // cluster (go-redis splits cluster pipelines by node).
@@ -72,7 +72,7 @@ func renewCall(group []Renewal, ms int64) ([]string, []any) {
 // kept group g from being judged: the lease (ErrInvalidLease), the
 // transport, or an error reply to its script call, which judges none of
 // the group's holds (what the script renewed before the error stays).
-func RenewAll(ctx context.Context, rdb redis.Cmdable, groups [][]Renewal, lease time.Duration) (renewed [][]bool, errs []error) {
+func RenewAll(ctx context.Context, rdb redis.Cmdable, groups [][]HoldRef, lease time.Duration) (renewed [][]bool, errs []error) {
 	renewed, errs = make([][]bool, len(groups)), make([]error, len(groups))
 	ms, err := leaseMillis(lease)
 	if err != nil {
@@ -91,7 +91,7 @@ func RenewAll(ctx context.Context, rdb redis.Cmdable, groups [][]Renewal, lease 
 	if len(missing) > 0 {
 		// The server lost its script cache (restart, SCRIPT FLUSH, a new
 		// node): EVAL the affected groups, which also reloads the script.
-		retry := make([][]Renewal, len(missing))
+		retry := make([][]HoldRef, len(missing))
 		for j, g := range missing {
 			retry[j] = groups[g]
 		}
@@ -113,7 +113,7 @@ type evalFunc func(s *script, ctx context.Context, c redis.Scripter, keys []stri
 // renewPipeline runs the renewal script once for each of groups, in one
 // pipeline, and returns its commands, each with its own reply or error
 // (nil for an empty group, which needs no call).
-func renewPipeline(ctx context.Context, rdb redis.Cmdable, groups [][]Renewal, ms int64, eval evalFunc) []*redis.Cmd {
+func renewPipeline(ctx context.Context, rdb redis.Cmdable, groups [][]HoldRef, ms int64, eval evalFunc) []*redis.Cmd {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(groups))
 	for g, group := range groups {
@@ -128,7 +128,7 @@ func renewPipeline(ctx context.Context, rdb redis.Cmdable, groups [][]Renewal, m
 
 // renewReply reads the reply of the renewal script call cmd for group:
 // whether each hold was renewed.
-func renewReply(cmd *redis.Cmd, group []Renewal) ([]bool, error) {
+func renewReply(cmd *redis.Cmd, group []HoldRef) ([]bool, error) {
 	what := group[0].name()
 	if len(group) > 1 {
 		what = fmt.Sprintf("%s and %d other holds", what, len(group)-1)
@@ -148,13 +148,13 @@ func renewReply(cmd *redis.Cmd, group []Renewal) ([]bool, error) {
 }
 
 // renew runs the renewal script for r alone, for Keys.Renew and
-// Share.Renew.
-func (r Renewal) renew(ctx context.Context, rdb redis.Scripter, lease time.Duration) (bool, error) {
+// SharedMode.Renew.
+func (r HoldRef) renew(ctx context.Context, rdb redis.Scripter, lease time.Duration) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return false, err
 	}
-	group := []Renewal{r}
+	group := []HoldRef{r}
 	keys, args := renewCall(group, ms)
 	renewed, err := renewReply(renewScript.Run(ctx, rdb, keys, args...), group)
 	if err != nil {
@@ -166,5 +166,5 @@ func (r Renewal) renew(ctx context.Context, rdb redis.Scripter, lease time.Durat
 // Renew makes sure the lock has at least lease left when owner still holds
 // it under token (it never shortens a lease), and reports whether owner did.
 func (k Keys) Renew(ctx context.Context, rdb redis.Scripter, owner string, token uint64, lease time.Duration) (bool, error) {
-	return Renewal{Keys: k, Owner: owner, Token: token}.renew(ctx, rdb, lease)
+	return HoldRef{Keys: k, Owner: owner, Token: token}.renew(ctx, rdb, lease)
 }

@@ -78,13 +78,13 @@ func TestRenewAllRenewsMixedHoldsOneCallPerGroup(t *testing.T) {
 	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond) // X's lease runs out, unpurged
 
-	groups := [][]Renewal{
+	groups := [][]HoldRef{
 		{
 			{Keys: lock, Owner: "L", Token: l.Token},
-			read.Renewal("R", r.HoldID()),
-			p.Renewal("X", lost.HoldID()),
-			p.Renewal("A", a.HoldID()),
-			read.Renewal("nobody", r.HoldID()),
+			read.HoldRef("R", r.HoldID()),
+			p.HoldRef("X", lost.HoldID()),
+			p.HoldRef("A", a.HoldID()),
+			read.HoldRef("nobody", r.HoldID()),
 		},
 		{{Keys: other, Owner: "O", Token: o.Token - 1}, {Keys: other, Owner: "O", Token: o.Token}},
 		nil,

@@ -26,7 +26,7 @@ var luaDir embed.FS
 // answer it keeps for one run) only, and read no KEYS or ARGV.
 var library = []string{"master.lua", "token.lua", "record.lua", "publish.lua", "grant.lua"}
 
-// sharedLibrary is what every script of a multi-holder resource that can
+// sharedLibrary is what every script of a shared resource that can
 // grant runs before its own file: library's first four files, then the
 // holds (shared.lua) and their grant (shared_grant.lua). Scripts that only
 // read holds run token.lua and shared.lua; the renewal script runs them
@@ -109,7 +109,7 @@ func freePathScript(head []string, tail string) *script {
 	return newScript(luaFiles(append(files, tail)...)...)
 }
 
-// sharedScript is the script of files, the last of which is a multi-holder
+// sharedScript is the script of files, the last of which is a shared
 // resource's and can grant: the shared library runs first.
 func sharedScript(files ...string) *script {
 	return newScript(luaFiles(slices.Concat(sharedLibrary, files)...)...)

@@ -76,7 +76,7 @@ func TestScriptErrorsNameTheirFileAndLine(t *testing.T) {
 	at := "renew.lua:" + strconv.Itoa(lineOf(t, renew, "redis.call('hexists'"))
 	_, err = l.Renew(ctx, rdb, "A", a.Token, testLease)
 	requireLocated(t, err, at, "WRONGTYPE")
-	renewed, errs := RenewAll(ctx, rdb, [][]Renewal{{{Keys: l, Owner: "A", Token: a.Token}}}, testLease)
+	renewed, errs := RenewAll(ctx, rdb, [][]HoldRef{{{Keys: l, Owner: "A", Token: a.Token}}}, testLease)
 	requireLocated(t, errs[0], at, "WRONGTYPE")
 	require.Nil(t, renewed[0])
 }

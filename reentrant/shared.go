@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Kind is the kind of a multi-holder resource: a read-write lock or a
+// Kind is the kind of a shared resource: a read-write lock or a
 // semaphore. A plain lock, a read-write lock and a semaphore of one name
 // are distinct resources, with distinct keys.
 type Kind string
@@ -20,7 +20,7 @@ const (
 	KindSemaphore Kind = "sem"
 )
 
-// Mode is what a hold of a multi-holder resource is; it names the hold
+// Mode is what a hold of a shared resource is; it names the hold
 // together with its owner, so one owner may hold a read and a write of
 // one read-write lock at once (a read inside its own write).
 type Mode string
@@ -44,7 +44,7 @@ const WriteWeight int64 = 1 << 31
 // MaxSize is the largest size of a semaphore.
 const MaxSize = WriteWeight
 
-// Errors of the multi-holder resources, each reported before anything is
+// Errors of the shared resources, each reported before anything is
 // written.
 var (
 	// ErrInvalidKind reports a kind other than KindRW and KindSemaphore,
@@ -61,8 +61,8 @@ var (
 	ErrPermitsHeld = errors.New("reentrant: owner already holds permits")
 )
 
-// SharedKeys are the key and channel names of one multi-holder resource
-// (see the package doc's Multi-holder resources), and how to publish its
+// SharedKeys are the key and channel names of one shared resource
+// (see the package doc's Shared resources), and how to publish its
 // grants. Like Keys, they are names, not a resource. The zero value is not
 // usable; get one from Namespace.SharedKeys.
 type SharedKeys struct {
@@ -167,26 +167,26 @@ func (k SharedKeys) keys(extra ...string) []string {
 	return keys
 }
 
-// Read is the share a read of a read-write lock asks for.
-func (k SharedKeys) Read() (Share, error) { return k.share(KindRW, ModeRead, 1) }
+// Read is the mode a read of a read-write lock asks for.
+func (k SharedKeys) Read() (SharedMode, error) { return k.mode(KindRW, ModeRead, 1) }
 
-// Write is the share a write of a read-write lock asks for.
-func (k SharedKeys) Write() (Share, error) { return k.share(KindRW, ModeWrite, WriteWeight) }
+// Write is the mode a write of a read-write lock asks for.
+func (k SharedKeys) Write() (SharedMode, error) { return k.mode(KindRW, ModeWrite, WriteWeight) }
 
-// Permits is the share an acquire of n permits of a semaphore asks for. n
+// Permits is the mode an acquire of n permits of a semaphore asks for. n
 // above the size stored in Redis is refused by Acquire.
-func (k SharedKeys) Permits(n int64) (Share, error) {
+func (k SharedKeys) Permits(n int64) (SharedMode, error) {
 	if n < 1 || n > MaxSize {
-		return Share{}, fmt.Errorf("%w: %d, the range is 1 to the size", ErrInvalidPermits, n)
+		return SharedMode{}, fmt.Errorf("%w: %d, the range is 1 to the size", ErrInvalidPermits, n)
 	}
-	return k.share(KindSemaphore, ModePermits, n)
+	return k.mode(KindSemaphore, ModePermits, n)
 }
 
-// Granted is the share grant g was a grant of, on k: what a client
+// ModeOf is the mode grant g was a grant of, on k: what a client
 // releases when a grant reaches it for a waiter that has gone.
-func (k SharedKeys) Granted(g Grant) (Share, error) {
+func (k SharedKeys) ModeOf(g Grant) (SharedMode, error) {
 	if g.Kind != k.Kind || g.Lock != k.Name {
-		return Share{}, fmt.Errorf("%w: a grant of %s %q is not one of %s %q", ErrInvalidKind, g.Kind, g.Lock, k.Kind, k.Name)
+		return SharedMode{}, fmt.Errorf("%w: a grant of %s %q is not one of %s %q", ErrInvalidKind, g.Kind, g.Lock, k.Kind, k.Name)
 	}
 	switch g.Mode {
 	case ModeRead:
@@ -197,29 +197,29 @@ func (k SharedKeys) Granted(g Grant) (Share, error) {
 	return k.Permits(g.Weight)
 }
 
-// share is k's share of mode and weight, which a resource of kind has.
-func (k SharedKeys) share(kind Kind, mode Mode, weight int64) (Share, error) {
+// mode is k's SharedMode of mode and weight, which a resource of kind has.
+func (k SharedKeys) mode(kind Kind, mode Mode, weight int64) (SharedMode, error) {
 	if k.Kind != kind {
-		return Share{}, fmt.Errorf("%w: a %s has no mode %q", ErrInvalidKind, k.Kind, mode)
+		return SharedMode{}, fmt.Errorf("%w: a %s has no mode %q", ErrInvalidKind, k.Kind, mode)
 	}
-	return Share{keys: k, mode: mode, weight: weight}, nil
+	return SharedMode{keys: k, mode: mode, weight: weight}, nil
 }
 
-// Share is what one kind of hold of a multi-holder resource asks for: a
+// SharedMode is what one mode of hold of a shared resource asks for: a
 // read or a write of a read-write lock, or some permits of a semaphore.
 // Its operations mirror Keys': the same calls, results and replay rules.
 // Get one from SharedKeys.Read, Write or Permits.
-type Share struct {
+type SharedMode struct {
 	keys   SharedKeys
 	mode   Mode
 	weight int64
 }
 
-// Keys are the share's resource.
-func (s Share) Keys() SharedKeys { return s.keys }
+// Keys are the mode's resource.
+func (s SharedMode) Keys() SharedKeys { return s.keys }
 
-// Mode is the share's mode.
-func (s Share) Mode() Mode { return s.mode }
+// Mode is the mode's Mode: read, write or permits.
+func (s SharedMode) Mode() Mode { return s.mode }
 
-// Weight is how much of the resource's size the share takes.
-func (s Share) Weight() int64 { return s.weight }
+// Weight is how much of the resource's size a hold in the mode takes.
+func (s SharedMode) Weight() int64 { return s.weight }

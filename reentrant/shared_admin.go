@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts of a multi-holder resource as a whole: lua/shared_*.lua.
+// The scripts of a shared resource as a whole: lua/shared_*.lua.
 var (
 	sharedPassScript         = sharedScript("shared_pass.lua")
 	sharedSetSizeScript      = sharedScript("shared_set_size.lua")
@@ -37,7 +37,7 @@ func (k SharedKeys) handOn(ctx context.Context, rdb redis.Scripter) {
 // The size is kept for two of lease from now, and then for as long as
 // anything depends on it: each hold and waiter keeps it for two of its own
 // lease past its acquire, grant, renewal or look (see the package doc's
-// Multi-holder resources). A semaphore idle past that has no size, and
+// Shared resources). A semaphore idle past that has no size, and
 // the next call stores its handle's (WithSize).
 func (k SharedKeys) SetSize(ctx context.Context, rdb redis.Scripter, size int64, lease time.Duration) error {
 	if k.Kind != KindSemaphore {
@@ -87,7 +87,7 @@ func (k SharedKeys) ForceRelease(ctx context.Context, rdb redis.Scripter, reques
 	return reply[0], ended, nil
 }
 
-// SharedState is a snapshot of a multi-holder resource, as Inspect reads it.
+// SharedState is a snapshot of a shared resource, as Inspect reads it.
 type SharedState struct {
 	// Holds are the holds whose lease has not run out, in the order of
 	// their lease deadlines.

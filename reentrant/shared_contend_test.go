@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// contend runs workers that each, rounds times, acquire the share pick
+// contend runs workers that each, rounds times, acquire the mode pick
 // gives them, waiting as a waiter does (its grant message, or a look when
 // its wait runs out), then release it. While they hold, the weights they
 // hold are summed: the sum must never exceed size. The sum counts a hold
 // only between its grant and its release, so it can only understate what
 // Redis has granted.
-func contend(t *testing.T, ctx context.Context, rdb *redis.Client, k SharedKeys, size int64, workers, rounds int, pick func(r *rand.Rand) Share) {
+func contend(t *testing.T, ctx context.Context, rdb *redis.Client, k SharedKeys, size int64, workers, rounds int, pick func(r *rand.Rand) SharedMode) {
 	t.Helper()
 	var used, peak atomic.Int64
 	var wg sync.WaitGroup
@@ -63,7 +63,7 @@ func contend(t *testing.T, ctx context.Context, rdb *redis.Client, k SharedKeys,
 }
 
 // waitFor acquires s for owner as waiter w of c, and returns its hold ID.
-func waitFor(ctx context.Context, rdb *redis.Client, c *client, s Share, owner string, w Waiter) (uint64, error) {
+func waitFor(ctx context.Context, rdb *redis.Client, c *client, s SharedMode, owner string, w Waiter) (uint64, error) {
 	for {
 		r, err := s.AcquireNew(ctx, rdb, owner, testLease, w)
 		if err != nil || r.Acquired {
@@ -96,7 +96,7 @@ func waitFor(ctx context.Context, rdb *redis.Client, c *client, s Share, owner s
 func TestRWExclusionUnderContention(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "contend-rw", 0)
 	read, write := rw(t, k)
-	contend(t, ctx, rdb, k, WriteWeight, 8, 25, func(r *rand.Rand) Share {
+	contend(t, ctx, rdb, k, WriteWeight, 8, 25, func(r *rand.Rand) SharedMode {
 		if r.IntN(3) == 0 {
 			return write
 		}
@@ -108,6 +108,6 @@ func TestRWExclusionUnderContention(t *testing.T) {
 // for different numbers of permits.
 func TestSemaphorePermitsNeverExceedTheSize(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindSemaphore, "contend-sem", 5)
-	shares := []Share{permits(t, k, 1), permits(t, k, 2), permits(t, k, 3)}
-	contend(t, ctx, rdb, k, 5, 8, 25, func(r *rand.Rand) Share { return shares[r.IntN(len(shares))] })
+	modes := []SharedMode{permits(t, k, 1), permits(t, k, 2), permits(t, k, 3)}
+	contend(t, ctx, rdb, k, 5, 8, 25, func(r *rand.Rand) SharedMode { return modes[r.IntN(len(modes))] })
 }

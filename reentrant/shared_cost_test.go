@@ -25,8 +25,8 @@ type costEnv struct {
 	ctx   context.Context
 	rdb   *redis.Client
 	k     SharedKeys
-	read  Share
-	write Share
+	read  SharedMode
+	write SharedMode
 	c     *client
 	n     int // names new owners and waiters
 }
@@ -47,7 +47,7 @@ func (e *costEnv) owner(measured bool) string {
 }
 
 // take makes a new owner hold s, and returns the owner and its token.
-func (e *costEnv) take(t testing.TB, s Share, measured bool) (string, uint64) {
+func (e *costEnv) take(t testing.TB, s SharedMode, measured bool) (string, uint64) {
 	o := e.owner(measured)
 	r, err := s.AcquireNew(e.ctx, e.rdb, o, testLease, e.c.waiter(o))
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func (e *costEnv) take(t testing.TB, s Share, measured bool) (string, uint64) {
 }
 
 // queue queues n new owners for s, each as a waiter of the client.
-func (e *costEnv) queue(t testing.TB, s Share, n int) {
+func (e *costEnv) queue(t testing.TB, s SharedMode, n int) {
 	for range n {
 		o := e.owner(false)
 		r, err := s.AcquireNew(e.ctx, e.rdb, o, testLease, e.c.waiter(o))
@@ -81,7 +81,7 @@ func costCases() []costCase {
 	release := func(name string, prepare func(t testing.TB, e *costEnv) func()) {
 		cases = append(cases, costCase{"release/" + name, sharedReleaseScript, prepare})
 	}
-	releaser := func(t testing.TB, e *costEnv, s Share, o string, token uint64) func() {
+	releaser := func(t testing.TB, e *costEnv, s SharedMode, o string, token uint64) func() {
 		return func() {
 			_, err := s.Release(e.ctx, e.rdb, o, token, e.owner(false))
 			require.NoError(t, err)
@@ -230,7 +230,7 @@ func newCostEnv(t testing.TB) *costEnv {
 }
 
 // BenchmarkSharedScriptServerTime reports the server time of the
-// multi-holder scripts' calls, case by case (see costCases), as the
+// shared resources' scripts' calls, case by case (see costCases), as the
 // median µs a call ran in Redis (and the tenth percentile): what each call
 // costs the server, whose one thread every client shares.
 func BenchmarkSharedScriptServerTime(b *testing.B) {

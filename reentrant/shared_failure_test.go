@@ -74,7 +74,7 @@ func TestNoSharedGrantIsPublishedOnAReplica(t *testing.T) {
 	require.Equal(t, []string{"r"}, queued(t, ctx, mdb, k))
 }
 
-// A shared owner's hold that ends does not let its owner's waiter queued
+// A given owner's hold that ends does not let its owner's waiter queued
 // behind a write in as a re-entry of that very hold: the write goes first.
 func TestEndingHoldIsNotReenteredByItsOwnersWaiter(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "own-waiter", 0)
@@ -83,7 +83,7 @@ func TestEndingHoldIsNotReenteredByItsOwnersWaiter(t *testing.T) {
 	require.NoError(t, err)
 	c := newClient(t, rdb, k, "c")
 	for _, q := range []struct {
-		s     Share
+		s     SharedMode
 		owner string
 		id    string
 	}{{read, "O", "o1"}, {write, "W2", "w2"}, {read, "O", "o2"}} {
@@ -106,7 +106,7 @@ func TestEndingHoldIsNotReenteredByItsOwnersWaiter(t *testing.T) {
 	require.Equal(t, []string{"o2"}, queued(t, ctx, rdb, k))
 }
 
-// A multi-holder script's error names the file and line it comes from,
+// A shared resource's script's error names the file and line it comes from,
 // though the shared library runs before the file.
 func TestSharedScriptErrorsNameTheirFileAndLine(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "errors", 0)

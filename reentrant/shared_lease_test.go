@@ -105,9 +105,9 @@ func TestDeadWaiterIsSkipped(t *testing.T) {
 }
 
 // A waiter that gives up leaves no entry and no hold, even when a grant
-// raced its leave: a read granted in a batch passes its share on, and the
+// raced its leave: a read granted in a batch passes its grant on, and the
 // write behind the batch is granted once the last read has gone.
-func TestLeaveRacingAGrantPassesTheShareOn(t *testing.T) {
+func TestLeaveRacingAGrantPassesTheGrantOn(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "leave", 0)
 	read, write := rw(t, k)
 	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
@@ -132,7 +132,7 @@ func TestLeaveRacingAGrantPassesTheShareOn(t *testing.T) {
 			require.NoError(t, err)
 		}
 		if i == 0 {
-			require.Equal(t, map[string]int64{"r:R2": 1}, holds(t, ctx, rdb, k), "R1's share is gone")
+			require.Equal(t, map[string]int64{"r:R2": 1}, holds(t, ctx, rdb, k), "R1's hold is gone")
 			c.requireNoMessage(t, ctx, rdb)
 		}
 	}
@@ -177,7 +177,7 @@ func TestSharedScriptsReplay(t *testing.T) {
 		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: first.Token, Reported: i > 0, hold: n.HoldID()}, r, "run %d", i)
 	}
 
-	// A shared owner's waiter, granted in a batch, finds its grant on its
+	// A given owner's waiter, granted in a batch, finds its grant on its
 	// look, and counts it once.
 	c := newClient(t, rdb, k, "c")
 	ws := c.waiter("s")
@@ -227,12 +227,12 @@ func TestSharedRenewal(t *testing.T) {
 	require.NoError(t, err)
 	l, err := lock.AcquireNew(ctx, rdb, "L", testLease, Waiter{})
 	require.NoError(t, err)
-	renewals := []Renewal{{Keys: lock, Owner: "L", Token: l.Token}, p.Renewal("A", a.HoldID()), p.Renewal("B", a.HoldID())}
+	refs := []HoldRef{{Keys: lock, Owner: "L", Token: l.Token}, p.HoldRef("A", a.HoldID()), p.HoldRef("B", a.HoldID())}
 	for _, flush := range []bool{false, true} {
 		if flush {
 			require.NoError(t, rdb.ScriptFlush(ctx).Err())
 		}
-		renewed, errs := RenewAll(ctx, rdb, [][]Renewal{renewals}, testLease)
+		renewed, errs := RenewAll(ctx, rdb, [][]HoldRef{refs}, testLease)
 		require.Equal(t, []error{nil}, errs)
 		require.Equal(t, [][]bool{{true, true, false}}, renewed)
 	}

@@ -15,7 +15,7 @@ func TestRWWriteExcludesEveryone(t *testing.T) {
 	w, err := write.AcquireNew(ctx, rdb, "W", testLease, Waiter{})
 	require.NoError(t, err)
 	require.True(t, w.Acquired)
-	for _, s := range []Share{read, write} {
+	for _, s := range []SharedMode{read, write} {
 		r, err := s.AcquireNew(ctx, rdb, "X", testLease, Waiter{})
 		require.NoError(t, err)
 		require.False(t, r.Acquired, "%s while a write holds", s.Mode())
@@ -93,7 +93,7 @@ func TestRWReentry(t *testing.T) {
 	ctx, rdb, k := setupShared(t, KindRW, "reentry", 0)
 	read, write := rw(t, k)
 	c := newClient(t, rdb, k, "c")
-	for _, s := range []Share{read, write} {
+	for _, s := range []SharedMode{read, write} {
 		first, err := s.Acquire(ctx, rdb, "O", "a1-"+string(s.Mode()), testLease, 0, Waiter{})
 		require.NoError(t, err)
 		require.True(t, first.Acquired)
@@ -185,7 +185,7 @@ func TestRWTokens(t *testing.T) {
 	}
 }
 
-// Three waiters of one owner (a shared owner, as WithOwner makes) are
+// Three waiters of one owner (a given owner, as WithOwner makes) are
 // granted one read hold in one batch, count 3, each its own count: a look
 // claims one (its leave then gives nothing back), each other's leave gives
 // back its own count once, and the claimed count is left to its release.
@@ -237,7 +237,7 @@ func TestRWQueuedCallJoinsItsOwnersHold(t *testing.T) {
 	x, err := write.AcquireNew(ctx, rdb, "X", testLease, Waiter{})
 	require.NoError(t, err)
 	c := newClient(t, rdb, k, "c")
-	enqueue := func(s Share, owner, id string) {
+	enqueue := func(s SharedMode, owner, id string) {
 		r, err := s.Acquire(ctx, rdb, owner, "req-"+id, testLease, 0, c.waiter(id))
 		require.NoError(t, err)
 		require.False(t, r.Acquired, "%s waits", id)

@@ -32,8 +32,8 @@ func sharedKeys(t *testing.T, ns Namespace, kind Kind, name string, size int64) 
 	return k
 }
 
-// rw is a read-write lock's two shares.
-func rw(t *testing.T, k SharedKeys) (read, write Share) {
+// rw is a read-write lock's two modes.
+func rw(t *testing.T, k SharedKeys) (read, write SharedMode) {
 	t.Helper()
 	read, err := k.Read()
 	require.NoError(t, err)
@@ -42,8 +42,8 @@ func rw(t *testing.T, k SharedKeys) (read, write Share) {
 	return read, write
 }
 
-// permits is the share of n permits of semaphore k.
-func permits(t *testing.T, k SharedKeys, n int64) Share {
+// permits is the mode of n permits of semaphore k.
+func permits(t *testing.T, k SharedKeys, n int64) SharedMode {
 	t.Helper()
 	s, err := k.Permits(n)
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func (c *client) waiter(id string) Waiter { return c.k.Waiter(id, c.name) }
 
 // enqueue queues owner (an owner made for the call) for s as waiter w of
 // c, and checks that it waits.
-func (c *client) enqueue(t *testing.T, ctx context.Context, rdb *redis.Client, s Share, owner string, w Waiter) {
+func (c *client) enqueue(t *testing.T, ctx context.Context, rdb *redis.Client, s SharedMode, owner string, w Waiter) {
 	t.Helper()
 	r, err := s.AcquireNew(ctx, rdb, owner, testLease, w)
 	require.NoError(t, err)

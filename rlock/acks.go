@@ -245,8 +245,28 @@ func (r *replicaAcks) start(bg *cleanups) {
 		return
 	}
 	r.background = bg
+	r.readSingle()
+}
+
+// reconnected forgets every count, once a pub/sub connection of the client
+// came back: a failover or a restart may have changed the master. A
+// single master's count is read again at once, in the background; a
+// cluster master's by its next grant.
+func (r *replicaAcks) reconnected() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	clear(r.replicas)
+	r.mu.Unlock()
+	r.readSingle()
+}
+
+// readSingle reads, in the background, the default's count of a single
+// master's replicas.
+func (r *replicaAcks) readSingle() {
 	if node, ok := r.rdb.(*redis.Client); ok && r.n == 0 {
-		bg.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, node.Options().Addr) })
+		r.background.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, node.Options().Addr) })
 	}
 }
 

@@ -11,7 +11,7 @@ package rlock
 // runs against the caller's ACL too, hence the hash, string and expiry
 // commands, the list commands of the waiters' queue, and PUBLISH (SPUBLISH)
 // for the grant message. The last line is the RW lock's and the
-// semaphore's (whose size is one more string key, and SetMax needs nothing
+// semaphore's (whose size is one more string key, and SetSize needs nothing
 // more): their holds' lease deadlines are a sorted set (the ZSCORE is
 // their renewal's), their grants read and trim runs of the queue, and
 // their Inspect counts the queue (LLEN). GETEX is the write that changes nothing a grant

@@ -9,7 +9,7 @@ import (
 
 // semWorkload starts the semaphore's part of aclWorkload: a's permits (all
 // of them), which a's watchdog renews while they are held, and b's ask for
-// one more, queued until a's SetMax raises the size and grants it, then
+// one more, queued until a's SetSize raises the size and grants it, then
 // released on wg (its error in waitErr).
 func semWorkload(ctx context.Context, a, b *Client, name string, wg *sync.WaitGroup, waitErr *error) (*Permit, error) {
 	sem := a.Semaphore(name, 2)
@@ -27,7 +27,7 @@ func semWorkload(ctx context.Context, a, b *Client, name string, wg *sync.WaitGr
 	for {
 		st, err := sem.Inspect(ctx)
 		if err != nil || st.Queued >= 1 {
-			return p, errors.Join(err, sem.SetMax(ctx, 3))
+			return p, errors.Join(err, sem.SetSize(ctx, 3))
 		}
 		select {
 		case <-ctx.Done():

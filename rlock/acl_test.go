@@ -169,7 +169,7 @@ func lockUnlock(ctx context.Context, rdb redis.UniversalClient, name string, opt
 // release, the waiter's unsubscribe, and ForceUnlock; on an RW lock a
 // renewed read, a write granted by its release, Inspect and ForceUnlock;
 // and on a semaphore (semWorkload) renewed permits, a waiter granted by
-// SetMax, Release, Inspect and ForceRelease. It returns the first
+// SetSize, Release, Inspect and ForceRelease. It returns the first
 // error; denied calls that only show in ACL LOG are the caller's to check.
 // Both clients are made with opts.
 func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name string, opts ...Option) (err error) {
@@ -260,7 +260,7 @@ func aclWorkload(ctx context.Context, dial func() redis.UniversalClient, name st
 	if err != nil {
 		return err
 	}
-	if ok, err := b.ForceUnlock(ctx, held.Name()); err != nil || !ok {
+	if n, err := b.ForceUnlock(ctx, held.Name()); err != nil || n != 1 {
 		return errors.Join(err, errors.New("ForceUnlock found nothing"))
 	}
 	return nil

@@ -49,7 +49,7 @@ func (c *Client) obtain(ctx context.Context, name string, opts []LockOption, blo
 	return a.run(blocking)
 }
 
-// prepare is the attempt of a call with ctx and opts on the resource face
+// prepare is the attempt of a call with ctx and opts on the resource mode
 // res gives for the call's lease (wire mode's lock needs it), its owner
 // chosen by rule, or the error that ends the call first: ErrClosed, then
 // an option's, then res's, then the owner's.
@@ -199,7 +199,7 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 	case res.Reported && !a.queuedAt.IsZero():
 		sent, kind = a.queuedAt, HandedOff
 	case res.HoldCount > 1:
-		kind = Reentered // an owner shared with WithOwner held it already
+		kind = Reentered // a given owner (WithOwner's) held it already
 	}
 	return a.claim(ctx, holdGrant{id: res.HoldID(), token: res.Token}, sent, a.lease, kind)
 }

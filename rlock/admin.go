@@ -6,30 +6,30 @@ import (
 )
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether the lock was held. The hold it deleted, if this client
+// reports how many holds it ended: 1 if the lock was held, else 0. The hold it deleted, if this client
 // had it, is lost: its Contexts end with ErrLockLost. A hold taken after
 // the delete is left alone. Holders elsewhere find out at their next
 // renewal or Unlock.
-func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
+func (c *Client) ForceUnlock(ctx context.Context, name string) (int64, error) {
 	if err := c.checkOpen(); err != nil {
-		return false, err
+		return 0, err
 	}
 	if c.wire != nil {
 		return c.forceUnlockWire(ctx, name)
 	}
 	p, err := c.plainLock(name)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	deleted, err := p.keys.ForceRelease(ctx, c.rdb, newRequestID())
 	if err != nil || deleted == 0 {
-		return false, err
+		return 0, err
 	}
 	id := p.id()
 	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id && h.id <= deleted }) {
-		h.cutOff(h.lost("force-unlocked"))
+		h.cutOff(h.lost("force-released"))
 	}
-	return true, nil
+	return 1, nil
 }
 
 // State is a snapshot of a lock, as Inspect reads it.

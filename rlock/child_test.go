@@ -27,7 +27,7 @@ import (
 // without stopping itself: the test binary re-runs itself with helperEnv
 // set, and TestHelperProcess plays the holder.
 const (
-	helperEnv    = "BATON_TEST_HELPER" // the role: "holder" or "family" (family_child_test.go)
+	helperEnv    = "BATON_TEST_HELPER" // the role: "holder" or "checker" (family_child_test.go)
 	helperAddr   = "BATON_TEST_REDIS"  // the server's address
 	helperLock   = "BATON_TEST_LOCK"   // the lock's name
 	helperLease  = "BATON_TEST_LEASE"  // the watchdog lease
@@ -70,14 +70,14 @@ func fencedWrite(ctx context.Context, rdb redis.Scripter, key string, token uint
 //
 // With helperKind set it takes that familyMember's resource of that name
 // instead (helperWeight of it: an RW lock's read or write, or permits), on
-// helperFixed's fixed lease if set. In the role "family" it is a child of
+// helperFixed's fixed lease if set. In the role "checker" it is a child of
 // the multi-process checker instead (runFamilyChild).
 func TestHelperProcess(t *testing.T) {
 	var err error
 	switch os.Getenv(helperEnv) {
 	case "holder":
 		err = runHolder(os.Stdin, os.Stdout)
-	case "family":
+	case "checker":
 		err = runFamilyChild(os.Stdin)
 	default:
 		t.Skip("the child process of the fault tests")
@@ -156,7 +156,7 @@ func runHolder(in io.Reader, out io.Writer) error {
 func holderTake(c *Client, name string) (func(context.Context) (taken, error), error) {
 	m, ok := familyMembers[cmp.Or(os.Getenv(helperKind), plainMember.kind)]
 	if !ok {
-		return nil, fmt.Errorf("no family member %q", os.Getenv(helperKind))
+		return nil, fmt.Errorf("no member %q", os.Getenv(helperKind))
 	}
 	weight, opts := m.size, []LockOption(nil)
 	if w := os.Getenv(helperWeight); w != "" {
@@ -177,7 +177,7 @@ func holderTake(c *Client, name string) (func(context.Context) (taken, error), e
 
 // childClients are a child's connections to the server at helperAddr:
 // rdb as the tests' lock user, and plain as the default user, for keys that
-// are not a lock's (the fenced store, the family checker). Both carry
+// are not a lock's (the fenced store, the multi-process checker). Both carry
 // childClientName.
 func childClients() (rdb, plain *redis.Client) {
 	o := redistest.Options(os.Getenv(helperAddr))

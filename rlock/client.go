@@ -101,7 +101,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), wire: wire, acks: acks, grants: grantLine{perLock: sharded}}
 	acks.start(&c.background)
-	hub, err := notify.New(rdb, notify.Options{Mode: mode, Unclaimed: c.unclaimedGrant})
+	hub, err := notify.New(rdb, notify.Options{Mode: mode, Unclaimed: c.unclaimedGrant, Resubscribed: c.checkHolds})
 	if err != nil {
 		return nil, lower(err)
 	}

@@ -40,7 +40,7 @@ func TestEveryCallAfterCloseIsErrClosed(t *testing.T) {
 		"RWLock.Inspect":         func() error { _, err := rw.Inspect(ctx); return err },
 		"Semaphore.Acquire":      func() error { _, err := sem.Acquire(ctx, 1); return err },
 		"Semaphore.TryAcquire":   func() error { _, err := sem.TryAcquire(ctx, 1); return err },
-		"Semaphore.SetMax":       func() error { return sem.SetMax(ctx, 3) },
+		"Semaphore.SetSize":      func() error { return sem.SetSize(ctx, 3) },
 		"Semaphore.ForceRelease": func() error { _, err := sem.ForceRelease(ctx); return err },
 		"Semaphore.Inspect":      func() error { _, err := sem.Inspect(ctx); return err },
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// familyMember is one kind of the lock family as the cluster tests and the
+// familyMember is one of the lock, the RW lock and the semaphore as the cluster tests and the
 // multi-process checker (runFamily) drive it, so that each test runs for
 // every kind. Its holds weigh 1 to size: a
 // hold of weight size is exclusive; a member whose size is above 1 has
@@ -153,7 +153,7 @@ var semMember = familyMember{
 	order: []int64{2, 3, 1, 1, semSize, 1, 2},
 }
 
-// sharedKeyNames are the keys of the multi-holder resource of kind called
+// sharedKeyNames are the keys of the shared resource of kind called
 // name, in familyMember.keys's order.
 func sharedKeyNames(t *testing.T, c *Client, kind reentrant.Kind, name string) []string {
 	t.Helper()
@@ -214,7 +214,7 @@ func testFamilySingleSlot(t *testing.T, cl *redistest.Cluster, m familyMember, p
 // clients: two SPUBLISHes on the name's shard, no PUBLISH): all k hold
 // before any gives its hold up, and the release had granted them all
 // before it returned. With raise, the holder keeps its hold and raise
-// admits them instead (a semaphore's SetMax), as at once.
+// admits them instead (a semaphore's SetSize), as at once.
 func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember, raise func(context.Context, *Client, string, int64) error) {
 	ctx := testCtx(t)
 	home := cl.Nodes[1]
@@ -261,9 +261,9 @@ func testBatchGrant(t *testing.T, cl *redistest.Cluster, m familyMember, raise f
 	requireOnlyFence(t, home.Admin(), name)
 }
 
-// setMax raises name's size to n, as testBatchGrant's raise.
-func setMax(ctx context.Context, c *Client, name string, n int64) error {
-	return c.Semaphore(name, semSize).SetMax(ctx, n)
+// setSize raises name's size to n, as testBatchGrant's raise.
+func setSize(ctx context.Context, c *Client, name string, n int64) error {
+	return c.Semaphore(name, semSize).SetSize(ctx, n)
 }
 
 // aclUser makes user, with ACLClusterRules, on every node, and returns the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/batonlock/baton/reentrant"
 )
 
 type ownerKey struct{}
@@ -26,7 +28,7 @@ func OwnerFrom(ctx context.Context) (string, bool) {
 type innermostKey struct{}
 
 // handleIn finds, in ctx, the innermost handle of c's hold on resource
-// face id: a call with ctx re-enters through it.
+// mode id: a call with ctx re-enters through it.
 func (c *Client) handleIn(ctx context.Context, id resourceID) *handle {
 	return innermost(ctx, func(l *handle) bool { return l.hold.c == c && l.hold.res.id() == id })
 }
@@ -44,7 +46,7 @@ func innermost(ctx context.Context, is func(*handle) bool) *handle {
 }
 
 // isPermit tells a Permit's handle from a Lock's: a handle has one type.
-func (l *handle) isPermit() bool { return l.hold.res.id().face == permitsFace }
+func (l *handle) isPermit() bool { return l.hold.res.id().mode == reentrant.ModePermits }
 
 // isLock: a handle of a plain or an RW lock, whose type is Lock.
 func (l *handle) isLock() bool { return !l.isPermit() }

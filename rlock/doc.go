@@ -72,10 +72,10 @@
 // key, with a grant confirmed by a renewal in the background). A grant is
 // valid from the send of the last look that found the waiter queued, never
 // from the message's arrival; one whose validity has passed on arrival is
-// given back at once, so that it passes on: a multi-holder resource's
+// given back at once, so that it passes on: a shared resource's
 // grant message by its waiter's leave, which gives back that waiter's count
 // and no other waiter's of the same owner. A waiter that stops waiting leaves
-// the queue; at the head of a multi-holder resource's queue, its leave
+// the queue; at the head of a shared resource's queue, its leave
 // admits those behind it that then fit. A grant that reaches the client after its waiter has gone is
 // released, unless a look had made it a hold here already.
 //
@@ -96,10 +96,30 @@
 // release needs none: one lost in a failover costs a stall of at most
 // one lease.
 //
+// Checking after a reconnect. When a pub/sub connection of the client is
+// confirmed again after it dropped (or its channels moved to another
+// master), Redis was away and may be back without its data: a restart
+// without persistence, a failover to a replica that lacked the holds. A
+// waiter of another client may take a lock this client holds as soon as
+// its own connection is back, so the client checks every hold at that
+// moment rather than at its next renewal, a third of the lease away: the
+// watchdog renews all its leases at once, and the holds it does not renew
+// (WithLease) are checked by a renewal for 1 ms, which never shortens a
+// lease. A hold Redis no longer has is cut off with ErrLockLost, about one
+// round trip after the reconnect (plus the difference between the two
+// clients' reconnect backoffs, at most notify's 1 s): a window that cannot
+// be zero, since the other client's look and this check race, which is
+// what fencing tokens are for. The client sees the reconnect on its
+// pub/sub connection: where one grant line serves every lock (a single
+// node, Sentinel, PUBLISH on a cluster) from the client's first wait on,
+// and otherwise (SPUBLISH, Redisson's format) while it has a waiter. A
+// client with no subscription (one that never waited) finds a loss at its
+// next renewal, or at its lease's end for a hold WithLease.
+//
 // Ending. A hold ends once: released, when its last handle's release is
 // confirmed; or cut off, when it is lost (its validity passed while a handle
-// was still live, or a renewal, a re-entry, an Unlock or a ForceUnlock found
-// it not held) or its client closes. Every Context of the hold has ended
+// was still live, or a renewal, a check after a reconnect, a re-entry, an
+// Unlock or a ForceUnlock found it not held) or its client closes. Every Context of the hold has ended
 // before the end can be seen, and a loss is reported once, after that.
 //
 // Failing. A script call whose reply was lost may have run. An acquire
@@ -137,50 +157,51 @@
 //   - token: the fencing token of a hold.
 //   - hold ID: what tells a hold in Redis from every other of its resource,
 //     which every script acting on it checks: a lock's token; a
-//     multi-holder resource's hold has one of its own, since reads share a
+//     shared resource's hold has one of its own, since reads share a
 //     token. A ForceUnlock ends exactly the holds whose IDs its script
 //     returns.
 //   - turn: the local order of re-entries through one handle's Context.
 package rlock
 
-// Where the family plugs in (for maintainers; not package documentation).
+// Where the RW lock and the semaphore plug in (for maintainers; not package
+// documentation).
 //
-// The read-write lock and the semaphore are resources with several holders
-// at once (readers, permits), and reuse, as they are: the attempt and its
+// The read-write lock and the semaphore are shared resources (readers,
+// permits), and reuse, as they are: the attempt and its
 // waiter loop (acquire.go, wait.go: subscribe on the grant line, queue
 // with one acquire, wait for the grant message or look again, adopt the
 // grant into a hold), the grant line (grantline.go), the hold with its
 // validity, renewal registration, handles, turns and end (hold.go and the
 // files it names), the holds table (table.go), and the handle core
 // (handle.go, context.go: Context with its validity-checking Err, token,
-// owner, unlock; a Permit's handle is told from a Lock's by its face).
+// owner, unlock; a Permit's handle is told from a Lock's by its mode).
 //
 // Each plugs in at one seam, the unexported resource interface
 // (resource.go), implemented by plainLock over reentrant.Keys and by
-// shareFace (shared_resource.go) over reentrant.Share for every face of a
-// multi-holder resource: the RW lock's read and write faces, and the
-// semaphore's permits (one shareFace per count asked for, all with one
+// sharedMode (shared_resource.go) over reentrant.SharedMode for every mode
+// of a shared resource: the RW lock's read and write modes, and the
+// semaphore's permits (one sharedMode per count asked for, all with one
 // identity); both run their scripts through batonScripts, written once
-// over what reentrant.Keys and reentrant.Share both offer. It names the
-// face's scripts (acquire, as a waiter too;
-// release; leave; renew; and its renewal for the watchdog's batch, which
+// over what reentrant.Keys and reentrant.SharedMode both offer. It names the
+// mode's scripts (acquire, as a waiter too;
+// release; leave; renew; and its holdRef for the watchdog's batch, which
 // renews holds of every kind of one slot in one script call) and its identity: its Redis
-// key and face (resourceID). The holds table and the handles a ctx carries
+// key and mode (resourceID). The holds table and the handles a ctx carries
 // are keyed by that identity, so c.Lock(r.Context(), "orders") never
 // re-enters an RW read handle of "orders", and rw.Lock can find a read
 // handle of its own RW lock in its ctx.
 //
-// RWLock (rwlock.go) adds its two faces; ErrUpgrade, for rw.Lock whose ctx
+// RWLock (rwlock.go) adds its two modes; ErrUpgrade, for rw.Lock whose ctx
 // carries a read handle and no write handle of the same RW lock (found by
 // identity, as handleIn finds a handle); a read granted at once inside a
 // write hold, and kept after the write's Unlock with its Context
 // (downgrade); DoRead and Do
-// as Client.Do. Semaphore (semaphore.go) adds its face, whose acquire
+// as Client.Do. Semaphore (semaphore.go) adds its mode, whose acquire
 // carries the permit count, and which always runs under an owner of its
 // own (permits are counted, not re-entered: a Permit's Context in ctx is
 // no owner, WithOwner is refused); Permit, a handle as Lock is (it wraps
 // the handle core: Context, Token, Release as the handle's unlock, no
-// second copy), whose Count is its face's; SetMax, Inspect and
+// second copy), whose Count is its mode's weight; SetSize, Inspect and
 // ForceRelease, the last shared with RWLock.ForceUnlock
 // (forceReleaseShared). The Redis side they need (keys under the lock's
 // hash tag, the size key, request replay, the grant and record formats,

@@ -23,7 +23,7 @@ var (
 
 	// ErrLockLost: the lock was taken away while this handle held it: its
 	// lease ran out before a renewal was confirmed, Redis answered that it
-	// is no longer held (expired, deleted, force-unlocked, server
+	// is no longer held (expired, deleted, force-released, server
 	// restarted), or ForceUnlock deleted it. It is the cause of the ended
 	// Lock.Context() and what Unlock returns afterwards.
 	ErrLockLost = errors.New("rlock: lock lost")

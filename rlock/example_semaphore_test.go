@@ -30,7 +30,7 @@ func ExampleSemaphore() {
 	_, err = gpus.Acquire(ctx, 5)
 	fmt.Println("5 of 4:", errors.Is(err, rlock.ErrInvalidOption))
 
-	if err := gpus.SetMax(ctx, 5); err != nil { // for every client
+	if err := gpus.SetSize(ctx, 5); err != nil { // for every client
 		panic(err)
 	}
 	q, err := gpus.TryAcquire(ctx, 2)

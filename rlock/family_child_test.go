@@ -15,7 +15,7 @@ import (
 const familyWorkers = 2
 
 // familyMembers are the members a child can play, by kind: a holder any,
-// a "family" child those with ops.
+// a "checker" child those with ops.
 var familyMembers = map[string]familyMember{plainMember.kind: plainMember, rwMember.kind: rwMember,
 	semMember.kind: semMember}
 
@@ -44,14 +44,14 @@ type familyWorker struct {
 	k    *familyChecker
 }
 
-// runFamilyChild is the "family" role: familyWorkers goroutines run the
+// runFamilyChild is the "checker" role: familyWorkers goroutines run the
 // member's operations on one resource until stdin closes, and then give
 // up what they hold. The counts go to the checker's keys, which outlive
 // the process.
 func runFamilyChild(in io.Reader) error {
 	m, ok := familyMembers[os.Getenv(helperKind)]
 	if !ok || m.ops == nil {
-		return fmt.Errorf("no family member %q", os.Getenv(helperKind))
+		return fmt.Errorf("no member %q", os.Getenv(helperKind))
 	}
 	lease, err := time.ParseDuration(os.Getenv(helperLease))
 	if err != nil {

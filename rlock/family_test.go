@@ -14,13 +14,13 @@ import (
 	"github.com/batonlock/baton/bench/redistest"
 )
 
-// The multi-process checker of the family of multi-holder resources (the
+// The multi-process checker of the shared resources (the
 // RW lock; the semaphore plugs in as one more familyMember): several child
 // processes run random operations on one resource while the parent
 // SIGKILLs one now and then and starts a fresh one; a checker on the same
 // redis-server, outside the lock, sees every hold taken and given up.
 
-// soakEnv, set to anything, runs the family checks at full scale (10^5
+// soakEnv, set to anything, runs the checker at full scale (10^5
 // operations); unset, they run at CI's scale.
 const soakEnv = "BATON_SOAK"
 
@@ -154,11 +154,11 @@ func runFamily(t *testing.T, m familyMember) {
 	defer cancel()
 	srv := redistest.Start(t)
 	rdb := admin(t, srv)
-	name := "family-" + m.kind
+	name := "checker-" + m.kind
 	k := newFamilyChecker(rdb, m, name)
 	target, bound := familyScale()
 	start := func() *child {
-		return startChild(t, bound+time.Minute, helperEnv+"=family", helperAddr+"="+srv.Addr,
+		return startChild(t, bound+time.Minute, helperEnv+"=checker", helperAddr+"="+srv.Addr,
 			helperLock+"="+name, helperKind+"="+m.kind, helperLease+"="+familyWatchdogLease.String())
 	}
 	took, kills := runKilling(ctx, t, k, start, bound, func() bool { return k.figures(ctx)["ops"] >= target })

@@ -132,7 +132,7 @@ func (a *attempt) leaveNow(w reentrant.Waiter) {
 
 // giveBack gives back hold g, a grant that arrived dead, so that it
 // passes on at once: one an acquire's reply reported by a release of it,
-// one a message granted by handBack (a multi-holder resource's hold names
+// one a message granted by handBack (a shared resource's hold names
 // the waiter until its look or leave, and may carry the counts of other
 // waiters of the owner, which only the waiter's leave tells apart). If it
 // cannot be confirmed within ctx it goes on in the background, and a call

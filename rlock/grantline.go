@@ -62,7 +62,7 @@ func (g *grantLine) keep(ctx context.Context, hub *notify.Hub, channel string) e
 // unclaimedGrant is the hub's Unclaimed handler: a grant reached this
 // client for a waiter that has gone. Unless the waiter took the hold all
 // the same (a look found it before the message came), the grant is passed
-// on, in the background, by handBack: a multi-holder resource's hold
+// on, in the background, by handBack: a shared resource's hold
 // names the waiter until its look claims the count or its leave gives it
 // back, and its leave may have given it back already.
 func (c *Client) unclaimedGrant(_, msg string) {

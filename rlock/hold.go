@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// hold is one owner's hold on one resource face, within one Client (see
+// hold is one owner's hold on one resource mode, within one Client (see
 // the glossary in doc.go); every handle of it is a thin view of it. A hold
 // starts with the acquire that took or first re-entered the resource here,
 // and ends once (end.go): when its last handle has unlocked, or when it is
 // lost or its client closes. Holds are told apart by ID: every new hold in
-// Redis gets a higher one (a plain lock's token; a multi-holder resource's
+// Redis gets a higher one (a plain lock's token; a shared resource's
 // hold ID, since a read's token is shared), and the scripts act on a hold
 // only under its ID.
 //

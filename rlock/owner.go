@@ -10,12 +10,13 @@ import (
 // The owner policy: who a call acts as. Every rule of it is in this file.
 //
 // A call acts as one owner, and its hold is that owner's hold. For a call
-// on resource face res with ctx, the owner is, first that applies:
+// on resource mode res with ctx, the owner is, first that applies:
 //   - that of the handle of res from this Client that ctx carries: the
 //     call re-enters through it (callOwner.via);
 //   - for an RW lock's read, that of a write handle of the same RW lock
 //     ctx carries: a read inside the write;
-//   - WithOwner's: an owner shared on purpose, across calls and processes;
+//   - WithOwner's, a given owner: one the caller chose, for calls and
+//     processes to act as one;
 //   - one made for the call (Client.newOwner), which no other call shares.
 //
 // A semaphore's Acquire always acts as an owner made for it: permits are
@@ -27,9 +28,9 @@ import (
 // policy; its zero value is the plain lock's, which an RW lock's write
 // follows too.
 type ownerRule struct {
-	// insideWrite, for an RW lock's read, is the RW lock's write face: a
+	// insideWrite, for an RW lock's read, is the RW lock's write mode: a
 	// write handle of it in ctx gives the owner.
-	insideWrite *shareFace
+	insideWrite *sharedMode
 	// ownOnly: the call always acts as an owner made for it (a
 	// semaphore's Acquire); WithOwner is refused.
 	ownOnly bool

@@ -65,6 +65,14 @@ func (r *renewal) drop() {
 	}
 }
 
+// active reports whether the watchdog renews the hold: a live handle was
+// taken without WithLease.
+func (r *renewal) active() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watched > 0 && !r.stopped
+}
+
 // stop ends the registration for good, for a hold that has ended.
 func (r *renewal) stop() {
 	r.mu.Lock()
@@ -97,7 +105,7 @@ func (h *hold) watchLost(cause error) {
 // WithReplicaAcks): one that is not is a transient error, which extends
 // nothing.
 func (c *Client) renew(ctx context.Context, batch []*hold) []error {
-	errs := c.renewScripts(ctx, batch)
+	errs := c.renewFor(ctx, batch, c.cfg.watchdogLease)
 	c.acknowledge(ctx, batch, errs)
 	return errs
 }
@@ -128,20 +136,22 @@ func (c *Client) acknowledge(ctx context.Context, batch []*hold, errs []error) {
 	}
 }
 
-// renewScripts runs the renewal scripts of batch in the client's format.
-func (c *Client) renewScripts(ctx context.Context, batch []*hold) []error {
+// renewFor runs the renewal scripts of batch with lease, in the client's
+// format, unacknowledged. The scripts never shorten a lease, so a
+// lease of 1 ms only checks that Redis still keeps each hold.
+func (c *Client) renewFor(ctx context.Context, batch []*hold, lease time.Duration) []error {
 	if c.wire != nil {
-		return c.wire.renew(ctx, c, batch)
+		return c.wire.renew(ctx, c, batch, lease)
 	}
 	groups := renewGroups(batch, true)
-	renewals := make([][]reentrant.Renewal, len(groups))
+	refs := make([][]reentrant.HoldRef, len(groups))
 	for g, idx := range groups {
-		renewals[g] = make([]reentrant.Renewal, len(idx))
+		refs[g] = make([]reentrant.HoldRef, len(idx))
 		for j, i := range idx {
-			renewals[g][j] = batch[i].res.(batonResource).renewal(batch[i].owner, batch[i].id)
+			refs[g][j] = batch[i].res.(batonResource).holdRef(batch[i].owner, batch[i].id)
 		}
 	}
-	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, renewals, c.cfg.watchdogLease)
+	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, refs, lease)
 	errs := make([]error, len(batch))
 	for g, idx := range groups {
 		recordRenewals(batch, idx, renewed[g], groupErrs[g], errs)

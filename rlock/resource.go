@@ -13,18 +13,18 @@ import (
 // attempt, its waiter loop, a hold and the watchdog's batch) and the
 // resource held in Redis: what its scripts are, and how a hold on it is
 // told from the holds on every other resource. The plain lock (plainLock),
-// the read-write lock's faces and the semaphore's permits (shareFace) plug
-// in here (see "Where the family plugs in" in doc.go).
+// the read-write lock's modes and the semaphore's permits (sharedMode) plug
+// in here (see "Where the RW lock and the semaphore plug in" in doc.go).
 // Every method but id, name, waiter, aliveTTL and subscribe is one script
 // call. Two formats implement it: baton's own (plainLock) and Redisson's
 // (wireLock, wire.go).
 type resource interface {
-	// id tells this resource face from every other in a Client: the
+	// id tells this resource mode from every other in a Client: the
 	// holds table and a ctx's handles are keyed by it.
 	id() resourceID
 	// name is the name the user gave, for errors and events.
 	name() string
-	// claims reports whether grant g grants a hold on this resource face.
+	// claims reports whether grant g grants a hold on this resource mode.
 	claims(g reentrant.Grant) bool
 	// waiter makes the waiter id of client: its grant channel, and its
 	// liveness key where the namespace judges liveness by key.
@@ -59,8 +59,8 @@ type resource interface {
 // whatever the resource.
 type batonResource interface {
 	resource
-	// renewal names owner's hold of ID id for the watchdog's batch.
-	renewal(owner string, id uint64) reentrant.Renewal
+	// holdRef names owner's hold of ID id for the watchdog's batch.
+	holdRef(owner string, id uint64) reentrant.HoldRef
 	// handBack gives back hold g, granted by a message to waiter g.to of
 	// owner, queued with lease, which no call will take. Its tries share
 	// requestID, so that a resent one replays.
@@ -68,23 +68,15 @@ type batonResource interface {
 }
 
 // resourceID tells resources apart within a Client: the Redis key that
-// holds the resource, and which face of it a hold is on. So a hold on one
-// face is never found, or re-entered, as a hold on another.
+// holds the resource, and which mode of it a hold is in. So a hold in one
+// mode is never found, or re-entered, as a hold in another. A semaphore has
+// one mode, whatever the count of permits asked for.
 type resourceID struct {
-	key  string // the resource's key in Redis (for a lock, its hash)
-	face string // lockFace for the plain lock
+	key  string         // the resource's key in Redis (for a lock, its hash)
+	mode reentrant.Mode // "" for the plain lock
 }
 
-// The faces of the resources: the plain lock's only one, the RW lock's
-// two, and the semaphore's one, whatever the count of permits asked for.
-const (
-	lockFace    = "lock"
-	readFace    = "read"
-	writeFace   = "write"
-	permitsFace = "permits"
-)
-
-// grantResource is the resource face grant g is of, or says why there is
+// grantResource is the resource mode grant g is of, or says why there is
 // none (ErrInvalidName).
 func (c *Client) grantResource(g reentrant.Grant) (batonResource, error) {
 	if g.Kind == "" {
@@ -94,7 +86,7 @@ func (c *Client) grantResource(g reentrant.Grant) (batonResource, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := c.shareFace(k.Granted(g))
+	f, err := c.sharedMode(k.ModeOf(g))
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +132,7 @@ func (c *Client) plainLock(name string) (*plainLock, error) {
 	return &plainLock{batonScripts: batonScripts{scripts: k, rdb: c.rdb}, keys: k}, nil
 }
 
-func (p *plainLock) id() resourceID { return resourceID{key: p.keys.Hash, face: lockFace} }
+func (p *plainLock) id() resourceID { return resourceID{key: p.keys.Hash} }
 
 func (p *plainLock) name() string { return p.keys.Name }
 
@@ -170,8 +162,8 @@ func subscribeForGrants(ctx context.Context, c *Client, res resource, always boo
 }
 
 // scriptSet is the script calls of a resource in baton's own format, the
-// same for every kind: reentrant.Keys (a plain lock) and reentrant.Share (a
-// face of a multi-holder resource) have them.
+// same for every kind: reentrant.Keys (a plain lock) and reentrant.SharedMode (a
+// mode of a shared resource) have them.
 type scriptSet interface {
 	Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, token uint64, w reentrant.Waiter) (reentrant.AcquireResult, error)
 	AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration, w reentrant.Waiter) (reentrant.AcquireResult, error)
@@ -182,7 +174,7 @@ type scriptSet interface {
 
 // batonScripts are the script calls of the resource interface (acquire,
 // release, leave, renew) for a resource in baton's own format, written
-// once for every kind: plainLock and shareFace embed them.
+// once for every kind: plainLock and sharedMode embed them.
 type batonScripts struct {
 	scripts scriptSet
 	rdb     redis.Scripter
@@ -208,8 +200,8 @@ func (b batonScripts) renew(ctx context.Context, owner string, id uint64, lease 
 	return b.scripts.Renew(ctx, b.rdb, owner, id, lease)
 }
 
-func (p *plainLock) renewal(owner string, id uint64) reentrant.Renewal {
-	return reentrant.Renewal{Keys: p.keys, Owner: owner, Token: id}
+func (p *plainLock) holdRef(owner string, id uint64) reentrant.HoldRef {
+	return reentrant.HoldRef{Keys: p.keys, Owner: owner, Token: id}
 }
 
 // handBack releases the granted hold: a lock's token is its grant's own.

@@ -13,7 +13,7 @@ import (
 
 // rwBatchRace is the queue of the cancellation tests: a write held, then
 // queued behind it a read whose call the test cancels, another client's
-// read, and a write. Every client's lease is longLease, so a share that
+// read, and a write. Every client's lease is longLease, so a hold that
 // leaks would hold the last write off for 30 s.
 type rwBatchRace struct {
 	t              *testing.T
@@ -87,10 +87,10 @@ func (r *rwBatchRace) requireNothingLeft() {
 // Issue 24 property 7, made deterministic: the write's release grants the
 // cancelled read and the other read in one batch while the cancelled
 // read's client hears nothing (a proxy holds every reply to it back); its
-// ctx is cancelled then, so its call returns ErrNotObtained. Its share is
+// ctx is cancelled then, so its call returns ErrNotObtained. Its grant is
 // passed on, and once the other read is released the write behind gets
 // in. "leave": its leave, whose script the server has cached (a cancelled
-// wait before ran it), passes the share on while the replies are still
+// wait before ran it), passes the grant on while the replies are still
 // held. "handback": on a server that has not run the leave's script yet,
 // the leave's EVALSHA gets NOSCRIPT, held back too, so it gives up at its
 // bound (undoTimeout) with nothing run; the grant message that reaches the
@@ -98,7 +98,7 @@ func (r *rwBatchRace) requireNothingLeft() {
 // by a release. "handback-shared": the same, with the other read on the
 // cancelled read's client too, so that one message carries both grants:
 // the live read takes its own, the gone one's is handed back.
-func TestRWCancelledReaderGrantedInABatchPassesItsShareOn(t *testing.T) {
+func TestRWCancelledReaderGrantedInABatchPassesItsGrantOn(t *testing.T) {
 	for _, variant := range []string{"leave", "handback", "handback-shared"} {
 		t.Run(variant, func(t *testing.T) {
 			handback := variant != "leave"
@@ -128,10 +128,10 @@ func TestRWCancelledReaderGrantedInABatchPassesItsShareOn(t *testing.T) {
 				time.Sleep(undoTimeout + 100*time.Millisecond)
 				r.requireReaders(ctx, 2, "the leave ran although no reply came")
 			} else {
-				r.requireReaders(ctx, 1, "the leave did not pass the share on")
+				r.requireReaders(ctx, 1, "the leave did not pass the grant on")
 			}
 			px.ReleaseReplies()
-			r.requireReaders(ctx, 1, "the cancelled read's share was not passed on")
+			r.requireReaders(ctx, 1, "the cancelled read's grant was not passed on")
 			r.finish(ctx, read, last)
 		})
 	}
@@ -161,7 +161,7 @@ func (r *rwBatchRace) requireReaders(ctx context.Context, n int, msg string) {
 // at random around the write's release that grants it, or, on some
 // rounds, right as its grant is being turned into a handle (the
 // beforeJoin hook). Whichever wins, nothing is left: a call that got its
-// hold releases it, one that did not leaves no queue entry and no share,
+// hold releases it, one that did not leaves no queue entry and no hold,
 // and the write queued last gets in as soon as the other read is gone.
 func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 	ctx, srv := serve(t)
@@ -203,7 +203,7 @@ func TestRWCancelRacingABatchGrantLeavesNothing(t *testing.T) {
 		outcomes[0][0], outcomes[0][1], outcomes[1][0], outcomes[1][1])
 }
 
-// Issue 24 property 7 with a shared owner: two reads of one owner
+// Issue 24 property 7 with a given owner: two reads of one owner
 // (WithOwner) wait on one client, and one write's release grants both in
 // one batch, the later joining the hold the earlier began (count 2). One
 // of them is cancelled before its client hears of the grant (a proxy
@@ -222,7 +222,7 @@ func TestRWCancelledSharedOwnerReadLeavesOnlyItsCount(t *testing.T) {
 			r.cacheLeave(ctx)
 			w, err := r.writer.Lock(ctx)
 			require.NoError(t, err)
-			owned := WithOwner(ctx, "shared-reader")
+			owned := WithOwner(ctx, "given-reader")
 			vctx, cancel := context.WithCancel(owned)
 			defer cancel()
 			var cancelled, kept <-chan acquired
@@ -242,7 +242,7 @@ func TestRWCancelledSharedOwnerReadLeavesOnlyItsCount(t *testing.T) {
 			require.NoError(t, w.Unlock(ctx))
 			require.Eventually(t, func() bool {
 				st, err := r.writer.Inspect(ctx)
-				return err == nil && st.Readers["shared-reader"] == 2
+				return err == nil && st.Readers["given-reader"] == 2
 			}, fast, 2*time.Millisecond, "the batch was not granted")
 			cancel()
 			select {
@@ -255,14 +255,14 @@ func TestRWCancelledSharedOwnerReadLeavesOnlyItsCount(t *testing.T) {
 			l := receive(t, kept)
 			require.Eventually(t, func() bool {
 				st, err := r.writer.Inspect(ctx)
-				return err == nil && st.Readers["shared-reader"] == 1
+				return err == nil && st.Readers["given-reader"] == 1
 			}, fast, 2*time.Millisecond, "the cancelled read's count was not given back")
 			// Whatever clean-up of the cancelled read is still under way
 			// ends within undoTimeout; the kept read's count stays.
 			for until := time.Now().Add(undoTimeout); time.Now().Before(until); time.Sleep(20 * time.Millisecond) {
 				st, err := r.writer.Inspect(ctx)
 				require.NoError(t, err)
-				require.Equal(t, map[string]int64{"shared-reader": 1}, st.Readers, "the kept read's count")
+				require.Equal(t, map[string]int64{"given-reader": 1}, st.Readers, "the kept read's count")
 				require.Empty(t, st.Writer, "a write got in beside the kept read")
 			}
 			require.NoError(t, l.Unlock(ctx))

@@ -91,7 +91,7 @@ func TestRWLateGrantToASharedOwnerGivesBackOnlyItsOwnCount(t *testing.T) {
 	const name = "late"
 	write, err := w.RWLock(name).Lock(ctx)
 	require.NoError(t, err)
-	octx := WithOwner(ctx, "shared-reader")
+	octx := WithOwner(ctx, "given-reader")
 	readA := make(chan acquired, 1)
 	go func() {
 		l, err := ca.RWLock(name).RLock(octx)
@@ -114,7 +114,7 @@ func TestRWLateGrantToASharedOwnerGivesBackOnlyItsOwnCount(t *testing.T) {
 	p.ReleaseReplies()
 
 	// B gives its grant back, and may then take a read of its own as the
-	// shared owner; either way A's count stays.
+	// given owner; either way A's count stays.
 	time.Sleep(300 * time.Millisecond)
 	writer := writeInBackground(ctx, w.RWLock(name))
 	noWriterWhile(t, writer, a, 500*time.Millisecond)

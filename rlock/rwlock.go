@@ -35,8 +35,8 @@ var ErrUpgrade = errors.New("rlock: write asked for under a read of the same RW 
 // An RWLock sends nothing until a call; it is safe for concurrent use.
 type RWLock struct {
 	c           *Client
-	read, write *shareFace // nil when err is set
-	err         error      // why the name cannot be an RW lock's
+	read, write *sharedMode // nil when err is set
+	err         error       // why the name cannot be an RW lock's
 }
 
 // RWLock is the read-write lock called name (name rules as for Lock). It
@@ -50,8 +50,8 @@ func (c *Client) RWLock(name string) *RWLock {
 	}
 	k, err := c.sharedKeys(reentrant.KindRW, name)
 	if rw.err = err; err == nil {
-		if rw.read, rw.err = c.shareFace(k.Read()); rw.err == nil {
-			rw.write, rw.err = c.shareFace(k.Write())
+		if rw.read, rw.err = c.sharedMode(k.Read()); rw.err == nil {
+			rw.write, rw.err = c.sharedMode(k.Write())
 		}
 	}
 	return rw
@@ -104,12 +104,12 @@ func (rw *RWLock) Do(ctx context.Context, fn func(ctx context.Context) error, op
 	return runHeld(ctx, l, fn)
 }
 
-// obtain is RLock and Lock (blocking), TryRLock and TryLock, on face f.
+// obtain is RLock and Lock (blocking), TryRLock and TryLock, in mode f.
 // The owner (owner.go) is that of the handle of f in ctx (a re-entry), else that of a
 // write handle of this lock in ctx (a read inside the write), else as for
 // a plain lock. A write whose ctx carries a read handle and no write
 // handle is ErrUpgrade, as is one whose owner holds only a read here.
-func (rw *RWLock) obtain(ctx context.Context, f *shareFace, opts []LockOption, blocking bool) (*handle, error) {
+func (rw *RWLock) obtain(ctx context.Context, f *sharedMode, opts []LockOption, blocking bool) (*handle, error) {
 	var rule ownerRule
 	if f == rw.read {
 		rule.insideWrite = rw.write
@@ -140,7 +140,7 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (int64, error) {
 	if rw.err != nil {
 		return 0, rw.err
 	}
-	return rw.c.forceReleaseShared(ctx, rw.read.share.Keys())
+	return rw.c.forceReleaseShared(ctx, rw.read.mode.Keys())
 }
 
 // RWState is a snapshot of an RW lock, as RWLock.Inspect reads it.
@@ -171,7 +171,7 @@ func (rw *RWLock) Inspect(ctx context.Context) (RWState, error) {
 	if rw.err != nil {
 		return RWState{}, rw.err
 	}
-	st, err := rw.read.share.Keys().Inspect(ctx, rw.c.rdb)
+	st, err := rw.read.mode.Keys().Inspect(ctx, rw.c.rdb)
 	if err != nil {
 		return RWState{}, err
 	}

@@ -27,11 +27,11 @@ import (
 // ask). Neither Acquire nor TryAcquire takes permits while anyone queues.
 //
 // The size lives in Redis: the first call that finds none stored stores
-// the size this handle was made with, and SetMax changes it. A handle made
+// the size this handle was made with, and SetSize changes it. A handle made
 // with another size uses the stored one: an ask above the stored size is
 // refused with ErrInvalidOption, writing nothing. The stored size lasts as
 // long as the semaphore is in use: it expires two leases after the last
-// hold's or waiter's acquire, renewal or look (or after SetMax, if later),
+// hold's or waiter's acquire, renewal or look (or after SetSize, if later),
 // never while a permit is held or a waiter queues. An idle semaphore is
 // then new, and the next call stores its handle's size.
 //
@@ -73,7 +73,7 @@ type Permit handle
 // otherwise; WaitAtMost. Errors are Lock's, and ErrInvalidOption for n
 // below 1 or above the handle's size (before any Redis call) or above the
 // size stored in Redis (matching reentrant.ErrInvalidPermits too; nothing
-// is written), or for a ctx with WithOwner. A waiter whose n a SetMax
+// is written), or for a ctx with WithOwner. A waiter whose n a SetSize
 // lowered below gets that ErrInvalidOption too, at its next look.
 func (s *Semaphore) Acquire(ctx context.Context, n int64, opts ...LockOption) (*Permit, error) {
 	return s.obtain(ctx, n, opts, true)
@@ -87,9 +87,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...LockOption)
 }
 
 // obtain is Acquire (blocking) and TryAcquire: an attempt, as for a lock,
-// on the face of n permits, always under an owner of its own.
+// in the mode of n permits, always under an owner of its own.
 func (s *Semaphore) obtain(ctx context.Context, n int64, opts []LockOption, blocking bool) (*Permit, error) {
-	a, err := s.c.prepare(ctx, opts, ownerRule{ownOnly: true}, func(time.Duration) (resource, error) { return s.face(n) })
+	a, err := s.c.prepare(ctx, opts, ownerRule{ownOnly: true}, func(time.Duration) (resource, error) { return s.permits(n) })
 	if err != nil {
 		return nil, err
 	}
@@ -97,36 +97,36 @@ func (s *Semaphore) obtain(ctx context.Context, n int64, opts []LockOption, bloc
 	return (*Permit)(l), lower(err)
 }
 
-// face is the face of n permits, or why a call for them is refused before
+// permits is the mode of n permits, or why a call for them is refused before
 // any Redis call.
-func (s *Semaphore) face(n int64) (resource, error) {
+func (s *Semaphore) permits(n int64) (resource, error) {
 	switch {
 	case s.err != nil:
 		return nil, s.err
 	case n < 1 || n > s.keys.SizeGiven():
 		return nil, fmt.Errorf("%w: %d permits of semaphore %q, the range is 1 to %d", ErrInvalidOption, n, s.keys.Name, s.keys.SizeGiven())
 	}
-	f, err := s.c.shareFace(s.keys.Permits(n)) // lowers err
+	f, err := s.c.sharedMode(s.keys.Permits(n)) // lowers err
 	if err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-// SetMax sets the semaphore's size in Redis, for every client, to n: a
+// SetSize sets the semaphore's size in Redis, for every client, to n: a
 // larger size grants waiters that now fit before it returns; a smaller one
 // takes no permit back, and admits nobody until the permits held are below
 // it. n must be 1 to reentrant.MaxSize (ErrInvalidOption otherwise). The
 // handle's own size, which bounds its asks, is unchanged.
 //
 // n is kept for two of the client's watchdog leases (WithWatchdogLease;
-// 60 s by default) from SetMax, and for as long as the semaphore is in use
+// 60 s by default) from SetSize, and for as long as the semaphore is in use
 // after that (see Semaphore): every permit and waiter keeps it, so it
 // never expires under a permit held. A semaphore left idle past that
 // forgets it, as a Redis that lost its data would: the next call stores
 // its handle's size. To resize for good, make every handle with the new
-// size too, or call SetMax when the semaphore is used again.
-func (s *Semaphore) SetMax(ctx context.Context, n int64) error {
+// size too, or call SetSize when the semaphore is used again.
+func (s *Semaphore) SetSize(ctx context.Context, n int64) error {
 	if err := s.c.checkOpen(); err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (p *Permit) Owner() string { return (*Lock)(p).Owner() }
 func (p *Permit) Token() uint64 { return (*Lock)(p).Token() }
 
 // Count is the number of permits this handle holds.
-func (p *Permit) Count() int64 { return p.hold.res.(*shareFace).share.Weight() }
+func (p *Permit) Count() int64 { return p.hold.res.(*sharedMode).mode.Weight() }
 
 // Context carries this Permit (PermitFromContext finds it) and the values
 // of the ctx given to Acquire, and ends only with the Permit, with

@@ -135,11 +135,11 @@ func TestSemaphoreDeadWaitersAreSkipped(t *testing.T) {
 	require.NoError(t, err)
 	k, err := reentrant.Namespace{}.SharedKeys(reentrant.KindSemaphore, name)
 	require.NoError(t, err)
-	share, err := k.Permits(1)
+	mode, err := k.Permits(1)
 	require.NoError(t, err)
 	for i := range dead {
 		w := k.Waiter(fmt.Sprint("dead-", i), fmt.Sprint("gone-", i))
-		r, err := share.AcquireNew(ctx, rdb, fmt.Sprint("owner-", i), longLease, w)
+		r, err := mode.AcquireNew(ctx, rdb, fmt.Sprint("owner-", i), longLease, w)
 		require.NoError(t, err)
 		require.False(t, r.Acquired)
 	}

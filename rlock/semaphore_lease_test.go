@@ -185,7 +185,7 @@ func TestSemaphoreScriptsGetNoClientClock(t *testing.T) {
 	// A renewal round (the only pipeline in baton's format), whose scripts
 	// are checked too.
 	require.Eventually(t, func() bool { return spy.finished() > 0 }, fast, time.Millisecond)
-	require.NoError(t, sem.SetMax(ctx, 3))
+	require.NoError(t, sem.SetSize(ctx, 3))
 	q := receivePermit(t, waiting)
 	_, err = sem.Inspect(ctx)
 	require.NoError(t, err)
@@ -224,19 +224,19 @@ func TestSemaphoreScriptsGetNoClientClock(t *testing.T) {
 	requireOnlyFence(t, admin(t, srv), "clock")
 }
 
-// A size SetMax stored outlives the permits held under it: SetMax keeps it
+// A size SetSize stored outlives the permits held under it: SetSize keeps it
 // for two watchdog leases, and each renewal of a permit for two more, so a
-// handle made with a larger size, long after SetMax, is still held to it.
+// handle made with a larger size, long after SetSize, is still held to it.
 // (A size that expired under the permits would be stored again from that
 // handle, and admit 10.)
-func TestSemaphoreSetMaxOutlivesItsPermits(t *testing.T) {
+func TestSemaphoreSetSizeOutlivesItsPermits(t *testing.T) {
 	ctx, srv := serve(t)
 	const lease = 300 * time.Millisecond
 	sem := newClient(t, srv, WithWatchdogLease(lease)).Semaphore("sized", 10)
-	require.NoError(t, sem.SetMax(ctx, 2))
+	require.NoError(t, sem.SetSize(ctx, 2))
 	held, err := sem.Acquire(ctx, 2)
 	require.NoError(t, err)
-	time.Sleep(4 * lease) // past SetMax's two leases and the grant's
+	time.Sleep(4 * lease) // past SetSize's two leases and the grant's
 	require.NoError(t, held.Context().Err(), "renewed by the watchdog")
 
 	big := newClient(t, srv).Semaphore("sized", 10)

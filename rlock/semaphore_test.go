@@ -131,7 +131,7 @@ func TestSemaphoreAcquireRelease(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOption, "permits are not re-entered: WithOwner is refused")
 	_, err = c.Semaphore("gpu", 0).Acquire(ctx, 1)
 	require.ErrorIs(t, err, ErrInvalidOption, "size 0")
-	require.ErrorIs(t, c.Semaphore("gpu", 4).SetMax(ctx, 0), ErrInvalidOption)
+	require.ErrorIs(t, c.Semaphore("gpu", 4).SetSize(ctx, 0), ErrInvalidOption)
 	_, err = c.Semaphore("g{pu", 4).Acquire(ctx, 1)
 	require.ErrorIs(t, err, ErrInvalidName)
 	after := commandCalls(t, rdb)
@@ -219,15 +219,15 @@ func fullWithAWaiter(ctx context.Context, t *testing.T, srv *redistest.Server, n
 // Resize: raising the size grants the waiters that then fit, with nobody
 // releasing; lowering it takes no permit back and admits nobody until the
 // permits held are below the new size.
-func TestSemaphoreSetMax(t *testing.T) {
+func TestSemaphoreSetSize(t *testing.T) {
 	ctx, srv := serve(t)
 	sem, two, b, one := fullWithAWaiter(ctx, t, srv, "resize")
 
-	require.NoError(t, sem.SetMax(ctx, 3))
+	require.NoError(t, sem.SetSize(ctx, 3))
 	p1 := receivePermit(t, one)
 	require.Equal(t, int64(3), inspect(t, sem).Size)
 
-	require.NoError(t, b.Semaphore("resize", 2).SetMax(ctx, 1))
+	require.NoError(t, b.Semaphore("resize", 2).SetSize(ctx, 1))
 	require.NoError(t, two.Context().Err(), "lowering revokes nothing")
 	require.NoError(t, p1.Context().Err())
 	st := inspect(t, sem)
@@ -274,7 +274,7 @@ func TestWireRefusesSemaphore(t *testing.T) {
 	require.ErrorIs(t, err, ErrWireUnsupported)
 	_, err = sem.TryAcquire(ctx, 1)
 	require.ErrorIs(t, err, ErrWireUnsupported)
-	require.ErrorIs(t, sem.SetMax(ctx, 3), ErrWireUnsupported)
+	require.ErrorIs(t, sem.SetSize(ctx, 3), ErrWireUnsupported)
 	_, err = sem.ForceRelease(ctx)
 	require.ErrorIs(t, err, ErrWireUnsupported)
 	_, err = sem.Inspect(ctx)
@@ -329,7 +329,7 @@ func TestSemaphoreOwnedRelease(t *testing.T) {
 	requireOnlyFence(t, rdb, "owned")
 }
 
-// A waiter whose ask a SetMax lowered the size below is refused at its
+// A waiter whose ask a SetSize lowered the size below is refused at its
 // next look, with ErrInvalidOption, and its record is gone: it blocks
 // nobody behind it.
 func TestSemaphoreLoweredBelowAWaitersAsk(t *testing.T) {
@@ -341,7 +341,7 @@ func TestSemaphoreLoweredBelowAWaitersAsk(t *testing.T) {
 	queued := queueInOrder(ctx, t, srv, "lowered", ask{b.Semaphore("lowered", 2), 2}, ask{b.Semaphore("lowered", 2), 1})
 	big, small := queued[0], queued[1]
 
-	require.NoError(t, sem.SetMax(ctx, 1))
+	require.NoError(t, sem.SetSize(ctx, 1))
 	r := within(t, big, "the refused waiter went on waiting")
 	require.ErrorIs(t, r.err, ErrInvalidOption)
 	require.ErrorIs(t, r.err, reentrant.ErrInvalidPermits)

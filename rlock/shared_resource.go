@@ -7,16 +7,15 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// shareFace is one face of a multi-holder resource: the RW lock's read or
-// write face, or a semaphore's permits (one face per count asked for, all
-// with one identity), over reentrant.Share's scripts (batonScripts). Its
+// sharedMode is one mode of a shared resource: the RW lock's read or
+// write, or a semaphore's permits (one mode per count asked for, all
+// with one identity), over reentrant.SharedMode's scripts (batonScripts). Its
 // holds' grants come in messages addressed to every waiter of one client a
 // grant admitted (reentrant.ParseGrants); notify hands each waiter the
 // message, and the waiter reads its own grant from it (attempt.granted).
-type shareFace struct {
+type sharedMode struct {
 	batonScripts
-	share reentrant.Share
-	face  string
+	mode reentrant.SharedMode
 }
 
 // sharedKeys are the keys of the resource of kind called name, or say why
@@ -26,54 +25,47 @@ func (c *Client) sharedKeys(kind reentrant.Kind, name string) (reentrant.SharedK
 	return k, lower(err)
 }
 
-// faces names the face of each mode, for resourceID.
-var faces = map[reentrant.Mode]string{
-	reentrant.ModeRead:    readFace,
-	reentrant.ModeWrite:   writeFace,
-	reentrant.ModePermits: permitsFace,
-}
-
-// shareFace is the face of share s, as SharedKeys' Read, Write, Permits or
-// Granted returns it with err; it passes err on. It sends nothing.
-func (c *Client) shareFace(s reentrant.Share, err error) (*shareFace, error) {
+// sharedMode is the resource of mode s, as SharedKeys' Read, Write, Permits or
+// ModeOf returns it with err; it passes err on. It sends nothing.
+func (c *Client) sharedMode(s reentrant.SharedMode, err error) (*sharedMode, error) {
 	if err != nil {
 		return nil, lower(err)
 	}
-	return &shareFace{batonScripts: batonScripts{scripts: s, rdb: c.rdb}, share: s, face: faces[s.Mode()]}, nil
+	return &sharedMode{batonScripts: batonScripts{scripts: s, rdb: c.rdb}, mode: s}, nil
 }
 
-func (f *shareFace) id() resourceID { return resourceID{key: f.share.Keys().Hash, face: f.face} }
+func (f *sharedMode) id() resourceID { return resourceID{key: f.mode.Keys().Hash, mode: f.mode.Mode()} }
 
-func (f *shareFace) name() string { return f.share.Keys().Name }
+func (f *sharedMode) name() string { return f.mode.Keys().Name }
 
-func (f *shareFace) claims(g reentrant.Grant) bool {
-	k := f.share.Keys()
-	return g.Kind == k.Kind && g.Mode == f.share.Mode() && g.Lock == k.Name
+func (f *sharedMode) claims(g reentrant.Grant) bool {
+	k := f.mode.Keys()
+	return g.Kind == k.Kind && g.Mode == f.mode.Mode() && g.Lock == k.Name
 }
 
-func (f *shareFace) waiter(id, client string) reentrant.Waiter {
-	return f.share.Keys().Waiter(id, client)
+func (f *sharedMode) waiter(id, client string) reentrant.Waiter {
+	return f.mode.Keys().Waiter(id, client)
 }
 
-func (f *shareFace) aliveTTL() time.Duration { return f.share.Keys().AliveTTL() }
+func (f *sharedMode) aliveTTL() time.Duration { return f.mode.Keys().AliveTTL() }
 
-func (f *shareFace) subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error) {
+func (f *sharedMode) subscribe(ctx context.Context, c *Client, always bool) (*subscribed, error) {
 	return subscribeForGrants(ctx, c, f, always)
 }
 
-func (f *shareFace) renewal(owner string, id uint64) reentrant.Renewal {
-	return f.share.Renewal(owner, id)
+func (f *sharedMode) holdRef(owner string, id uint64) reentrant.HoldRef {
+	return f.mode.HoldRef(owner, id)
 }
 
 // handBack leaves g's waiter: its leave gives back the count the message
 // granted it while the hold still names it, and no other waiter's; it is
 // harmless to repeat, with no request ID.
-func (f *shareFace) handBack(ctx context.Context, owner string, g holdGrant, _ string, lease time.Duration, newOwner bool) error {
+func (f *sharedMode) handBack(ctx context.Context, owner string, g holdGrant, _ string, lease time.Duration, newOwner bool) error {
 	return f.leave(ctx, g.to, owner, lease, newOwner)
 }
 
-// forceReleaseShared ends every hold of the multi-holder resource k (every
-// face of it), whoever holds it, and grants what then fits of its queue;
+// forceReleaseShared ends every hold of the shared resource k (every
+// mode of it), whoever holds it, and grants what then fits of its queue;
 // it reports how many holds it ended. This Client's holds of k that have
 // ended by the time its script ran are lost, their Contexts ending with
 // ErrLockLost: those in its table before the call (they were granted

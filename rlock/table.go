@@ -10,13 +10,13 @@ import (
 )
 
 // holdKey finds a hold in its client's table: one owner's hold on one
-// resource face.
+// resource mode.
 type holdKey struct {
 	resource resourceID
 	owner    string
 }
 
-// holdTable is the holds a Client has, at most one per resource face and
+// holdTable is the holds a Client has, at most one per resource mode and
 // owner. A hold leaves it when it ends (hold.end). Once closed, by Close,
 // it takes no new hold.
 type holdTable struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// take takes one hold of a family member and returns its token and its
+// take takes one hold of the lock, the RW lock or the semaphore and returns its token and its
 // release.
 type take func(ctx context.Context) (uint64, func() error)
 
@@ -20,7 +20,7 @@ func takeHold(t *testing.T, obtain func(ctx context.Context, opts ...LockOption)
 	}
 }
 
-// No token of a family member falls below a token handed out before it,
+// No token of the lock, the RW lock or the semaphore falls below a token handed out before it,
 // across a restart of a server without persistence, which loses the
 // fencing counter with the holds. Each kind holds twice before the restart
 // (a write first, so a read has a write's token to share) and once after.

@@ -109,7 +109,7 @@ type wireLock struct {
 	background *cleanups
 }
 
-func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash, face: lockFace} }
+func (w *wireLock) id() resourceID { return resourceID{key: w.keys.Hash} }
 
 func (w *wireLock) name() string { return w.userName }
 
@@ -233,21 +233,21 @@ func (w *wireLock) renew(ctx context.Context, owner string, _ uint64, lease time
 	return w.keys.Renew(ctx, w.rdb, f, lease)
 }
 
-// renew is the watchdog's batch in Redisson's format: the holds grouped by
+// renew is renewFor in Redisson's format: the holds grouped by
 // cluster slot on a cluster (all in one group on a single node, as
 // Redisson's watchdog does), one RedissonRenewBatch per group (see
 // renewGroups).
-func (m *wireMode) renew(ctx context.Context, c *Client, batch []*hold) []error {
+func (m *wireMode) renew(ctx context.Context, c *Client, batch []*hold, lease time.Duration) []error {
 	errs := make([]error, len(batch))
 	for _, idx := range renewGroups(batch, m.cluster) {
-		m.renewGroup(ctx, c, batch, idx, errs)
+		m.renewGroup(ctx, c, batch, idx, lease, errs)
 	}
 	return errs
 }
 
-// renewGroup renews batch[i] for each i in idx in one script call, and
-// records each one's outcome in errs.
-func (m *wireMode) renewGroup(ctx context.Context, c *Client, batch []*hold, idx []int, errs []error) {
+// renewGroup renews batch[i] for each i in idx in one script call, for
+// lease, and records each one's outcome in errs.
+func (m *wireMode) renewGroup(ctx context.Context, c *Client, batch []*hold, idx []int, lease time.Duration, errs []error) {
 	holds := make([]reentrant.RedissonHold, len(idx))
 	for j, i := range idx {
 		w := batch[i].res.(*wireLock)
@@ -258,7 +258,7 @@ func (m *wireMode) renewGroup(ctx context.Context, c *Client, batch []*hold, idx
 		}
 		holds[j] = reentrant.RedissonHold{Keys: w.keys, Field: f}
 	}
-	renewed, err := reentrant.RedissonRenewBatch(ctx, c.rdb, holds, c.cfg.watchdogLease)
+	renewed, err := reentrant.RedissonRenewBatch(ctx, c.rdb, holds, lease)
 	recordRenewals(batch, idx, renewed, err, errs)
 }
 
@@ -266,20 +266,20 @@ func (m *wireMode) renewGroup(ctx context.Context, c *Client, batch []*hold, idx
 // token to tell a hold taken after the delete from one it deleted: every
 // hold of the lock this client has is cut off, which at worst reports a
 // hold taken in that instant as lost.
-func (c *Client) forceUnlockWire(ctx context.Context, name string) (bool, error) {
+func (c *Client) forceUnlockWire(ctx context.Context, name string) (int64, error) {
 	w, err := c.wire.lock(c, name, c.cfg.watchdogLease)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	deleted, err := w.keys.ForceUnlock(ctx, c.rdb)
 	if err != nil || !deleted {
-		return false, err
+		return 0, err
 	}
 	id := w.id()
 	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id }) {
-		h.cutOff(h.lost("force-unlocked"))
+		h.cutOff(h.lost("force-released"))
 	}
-	return true, nil
+	return 1, nil
 }
 
 // inspectWire is Inspect in Redisson's format: the hash's fields and

@@ -246,9 +246,9 @@ func TestWireForceUnlockFromGo(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- j.lock(ctx, "orders", 1, time.Minute) }()
 	awaitSubscribers(t, admin(t, srv), javaChannel("orders"), 1)
-	ok, err := c.ForceUnlock(ctx, "orders")
+	n, err := c.ForceUnlock(ctx, "orders")
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.EqualValues(t, 1, n)
 	require.ErrorIs(t, context.Cause(l.Context()), ErrLockLost)
 	select {
 	case err := <-done:

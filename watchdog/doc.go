@@ -41,6 +41,8 @@
 // TTL left at a renewal stays at about Lease/2 or more. A renewal whose reply
 // is lost is sent again by the next round, at most a tick later, with at
 // least half a tick less Margin left to be confirmed in.
+// RenewNow starts a round over every live lease, due or not, the same way:
+// for a store that may have lost leases, so a loss is found at once.
 // Due leases are sent earliest deadline first, so leases that a slow round
 // did not reach go first in the next one.
 package watchdog

@@ -59,15 +59,18 @@ func (s *Scheduler[T]) startRound(now time.Time, done chan<- struct{}) bool {
 }
 
 // dueAt lists the leases whose last renewal was sent at or before
-// now - tick/2, earliest deadline first, so that leases a timed-out round did
-// not reach go first in the next.
+// now - tick/2, or every live lease once after RenewNow, earliest deadline
+// first, so that leases a timed-out round did not reach go first in the
+// next.
 func (s *Scheduler[T]) dueAt(now time.Time) []*entry[T] {
 	cutoff := s.dueCutoff(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	all := s.all
+	s.all = false
 	var due []*entry[T]
 	for _, e := range s.leases {
-		if !e.deadline.After(cutoff) {
+		if all || !e.deadline.After(cutoff) {
 			due = append(due, e)
 		}
 	}

@@ -115,3 +115,31 @@ func TestLeaseAlreadyDueWhenWatchedIsRenewedAtOnce(t *testing.T) {
 		}, f.recorded())
 	})
 }
+
+// RenewNow renews every live lease at once, due or not, and a lease the
+// store no longer has is lost then, not at its next due round.
+func TestRenewNowRenewsEveryLeaseAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRenew{answer: answerEach(func(item string) error {
+			if item == "gone" {
+				return watchdog.ErrNotHeld
+			}
+			return nil
+		})}
+		s := newScheduler(t, f, 0)
+		defer s.Close()
+		t0 := time.Now()
+		watch(t, s, "kept", t0)
+		gone := watch(t, s, "gone", t0)
+		sleepUntil(t0.Add(tick / 10))
+
+		s.RenewNow()
+		synctest.Wait()
+
+		calls := f.recorded()
+		require.Len(t, calls, 1, "one round, at once")
+		require.Equal(t, t0.Add(tick/10), calls[0].at)
+		require.ElementsMatch(t, []string{"kept", "gone"}, calls[0].items, "both, neither due yet")
+		gone.requireLostAt(t, t0.Add(tick/10), watchdog.ErrNotHeld)
+	})
+}

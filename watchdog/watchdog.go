@@ -110,6 +110,7 @@ type Scheduler[T any] struct {
 
 	mu         sync.Mutex
 	closed     bool
+	all        bool            // the next round renews every live lease, due or not (RenewNow)
 	leases     deadlineHeap[T] // live leases only
 	nextExpiry time.Time       // when run's expiry timer fires next
 
@@ -175,6 +176,18 @@ func (s *Scheduler[T]) Watch(item T, validFrom time.Time, onLost func(cause erro
 		signal(s.wake)
 	}
 	return &e.Lease, nil
+}
+
+// RenewNow has a round start at once (or, if one is in flight, as soon as
+// it ends) that renews every live lease, due or not: for when the store may
+// have lost leases (it restarted, or failed over), so that a lost lease is
+// found by one round trip now, not by its next renewal a tick away. A
+// lease not held is lost as in any round; the others are renewed.
+func (s *Scheduler[T]) RenewNow() {
+	s.mu.Lock()
+	s.all = true
+	s.mu.Unlock()
+	signal(s.due)
 }
 
 // signal wakes run through ch, unless a wake-up is pending on it already.

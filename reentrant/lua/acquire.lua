@@ -6,7 +6,7 @@
 -- KEYS[1] hash: the lock hash (field = owner, value = hold count)
 -- KEYS[2] fence: the fencing-token counter
 -- KEYS[3] queue: the waiters, oldest first, one record each
--- KEYS[4] granted: the last grant to a shared owner's waiter, "<id> <token>"
+-- KEYS[4] granted: the last grant to a given owner's waiter, "<id> <token>"
 -- KEYS[5] req: the request key, which remembers this request's result so
 --         that a retried call replays it; absent when newOwner
 -- The hold asked for:
@@ -70,7 +70,7 @@ local count = pttl ~= -2 and redis.call('hget', hash, owner)
 if count then
   local held = redis.call('get', fence)
   -- A new owner can only hold the lock through this same call: a resent
-  -- command, a re-check after a grant, or a grant it was handed. A shared
+  -- command, a re-check after a grant, or a grant it was handed. A given
   -- owner's waiter checks that the grant was its own. Either reports that
   -- hold and counts nothing; a waiter's look confirms the grant, whose
   -- lease may hold only until confirmed (see grant).

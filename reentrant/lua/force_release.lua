@@ -3,7 +3,7 @@
 -- KEYS[1] hash: the lock hash
 -- KEYS[2] fence: the fencing-token counter
 -- KEYS[3] queue: the waiters
--- KEYS[4] granted: the last grant to a shared owner's waiter
+-- KEYS[4] granted: the last grant to a given owner's waiter
 -- KEYS[5] req: the request key, which remembers this request's result so
 --         that a resent call replays it rather than deleting the hold its
 --         first run granted (see replay.lua)

@@ -64,7 +64,7 @@ local function grant(hash, fence, queue, granted, publish, self, last)
       -- The caller's own grant is confirmed by this very call.
       local lease = w.id == self and w.l or w.u
       take(hash, fence, w.o, lease, token)
-      if w.shared then
+      if w.given then
         -- Its owner holding the lock does not tell this waiter that the
         -- grant was its own, as it does for an owner made for one call: a
         -- waiter that missed the message finds its grant here.

@@ -3,7 +3,7 @@
 -- KEYS[1] hash: the lock hash
 -- KEYS[2] fence: the fencing-token counter
 -- KEYS[3] queue: the waiters
--- KEYS[4] granted: the last grant to a shared owner's waiter
+-- KEYS[4] granted: the last grant to a given owner's waiter
 -- ARGV[1] owner: the waiter's owner
 -- ARGV[2] waiter: the waiter's ID
 -- ARGV[3] record: the waiter's queue record
@@ -21,7 +21,7 @@ if redis.call('lrem', queue, 1, record) == 1 then
 end
 local token = redis.call('get', fence)
 -- An owner made for this one call holds the lock only through its grant; a
--- shared one may hold it through another call, so its grant is checked.
+-- given one may hold it through another call, so its grant is checked.
 if not token or redis.call('hget', hash, owner) ~= '1' then
   return 0
 end

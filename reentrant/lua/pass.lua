@@ -7,7 +7,7 @@
 -- KEYS[1] hash: the lock hash
 -- KEYS[2] fence: the fencing-token counter
 -- KEYS[3] queue: the waiters
--- KEYS[4] granted: the last grant to a shared owner's waiter
+-- KEYS[4] granted: the last grant to a given owner's waiter
 -- ARGV[1] publish: 'publish', 'spublish' or 'publish-alive' (see grant)
 -- Returns 1 when the lock is still free with entries left in the queue,
 -- else 0.

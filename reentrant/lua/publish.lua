@@ -1,5 +1,5 @@
 -- Library (see script.go): publishing a grant, shared by the plain lock's
--- grant and the multi-holder resources' (shared_grant.lua):
+-- grant and the shared resources' (shared_grant.lua):
 --   - a waiter is live when its grant message was received (PUBLISH and
 --     SPUBLISH count receivers), or, with 'publish-alive', when its
 --     liveness key exists: then every grant published is kept;

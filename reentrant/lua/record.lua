@@ -4,19 +4,19 @@
 
 -- parseWaiter reads a queue record, from byte init on (1 if nil). It
 -- returns a table with id (the waiter's ID), l (its lease in ms, a string),
--- u (its lease until confirmed, in ms, a string), shared (whether its owner
--- is shared), c (its grant channel), a (its liveness key, nil for none) and
+-- u (its lease until confirmed, in ms, a string), given (whether its owner
+-- is given), c (its grant channel), a (its liveness key, nil for none) and
 -- o (its owner); or nil for anything else (an entry written by another
 -- version of baton). The strings are cut from rec where they lie: no copy
 -- of its rest is made.
 local function parseWaiter(rec, init)
-  local id, lease, unconfirmed, shared, nc, na, at =
+  local id, lease, unconfirmed, given, nc, na, at =
     string.match(rec, '^(%S+) (%d+) (%d+) ([01]) (%d+) (%d+) ()', init)
   if not id then
     return nil
   end
   nc, na = tonumber(nc), tonumber(na)
-  local w = {id = id, l = lease, u = unconfirmed, shared = shared == '1', c = string.sub(rec, at, at + nc - 1),
+  local w = {id = id, l = lease, u = unconfirmed, given = given == '1', c = string.sub(rec, at, at + nc - 1),
     o = string.sub(rec, at + nc + na)}
   if na > 0 then
     w.a = string.sub(rec, at + nc, at + nc + na - 1)
@@ -24,7 +24,7 @@ local function parseWaiter(rec, init)
   return w
 end
 
--- parseSharedWaiter reads a queue record of a multi-holder resource: the
+-- parseSharedWaiter reads a queue record of a shared resource: the
 -- mode and the weight, then a record parseWaiter reads. It returns
 -- parseWaiter's table with m (the mode: 'r', 'w' or 'p') and n (the
 -- weight, a number) added; or nil for anything else.

@@ -5,7 +5,7 @@
 -- KEYS[3] req: the request key, which remembers this request's result so
 --         that a retried call replays it
 -- KEYS[4] queue: the waiters
--- KEYS[5] granted: the last grant to a shared owner's waiter
+-- KEYS[5] granted: the last grant to a given owner's waiter
 -- ARGV[1] owner: the owner leaving a hold
 -- ARGV[2] token: the token of its hold
 -- ARGV[3] requestMs: how long the request key lasts, in ms

@@ -1,12 +1,12 @@
--- Renew a list of holds of any kinds, plain locks' and multi-holder
+-- Renew a list of holds of any kinds, plain locks' and shared
 -- resources', each as renewLock or renewShare does (see renew.lua and
 -- shared_renew.lua). On a cluster every key must be in one slot: the
 -- caller groups holds by slot.
--- KEYS: each hold's keys in turn: a lock's hash and fence; a multi-holder
+-- KEYS: each hold's keys in turn: a lock's hash and fence; a shared
 -- resource's hash and leases, and a semaphore's size after them (its
 -- renewal keeps the size past the lease, see keepSize)
 -- ARGV[3i-2] owner: the owner of hold i
--- ARGV[3i-1] token: the token of hold i; a multi-holder resource's hold
+-- ARGV[3i-1] token: the token of hold i; a shared resource's hold
 -- ID (see newHoldID)
 -- ARGV[3i] mode: the mode of hold i in its resource; '' for a lock
 -- ARGV[#ARGV] leaseMs: the lease in ms, for every hold (last, so that the

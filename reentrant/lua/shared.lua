@@ -1,6 +1,6 @@
--- Library (see script.go): the holds of a multi-holder resource (a
+-- Library (see script.go): the holds of a shared resource (a
 -- read-write lock, a semaphore; see shared.go and the package doc's
--- Multi-holder resources). What the code must keep:
+-- Shared resources). What the code must keep:
 --   - the hash has one field per hold, "<mode>:<owner>" (see holdField),
 --     whose value is the hold (see formatHold), and the field 'used', the
 --     sum of the holds' weights; the leases zset has one member per hold,
@@ -20,7 +20,7 @@
 -- costs the call a float formatting.
 local purgeMax = '1024'
 
--- resource names the keys and settings of one multi-holder resource for
+-- resource names the keys and settings of one shared resource for
 -- the library's functions, and reads its size. ids is the hold-ID counter
 -- (see newHoldID); sizeKey is nil for a read-write lock; size is the size
 -- to use, and store, when the resource has none stored ('0' when the
@@ -183,7 +183,7 @@ end
 -- longer where it already lasts longer. Every script that takes, grants or
 -- extends a hold, or queues a waiter, calls it with that hold's or
 -- waiter's lease, so the size outlives by a lease at least everything
--- that depends on it (see the package doc's Multi-holder resources): a
+-- that depends on it (see the package doc's Shared resources): a
 -- size found missing is stored from the caller's handle, which must never
 -- happen while a hold or a waiter was admitted under a smaller one. The
 -- first call that finds no size stores its own (see resource). One script

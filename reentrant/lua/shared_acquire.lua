@@ -1,4 +1,4 @@
--- Take, re-enter or queue for a share of a multi-holder resource. With a
+-- Take, re-enter or queue for a hold in a mode of a shared resource. With a
 -- waiter, the call is also its look: it finds the grant the waiter was
 -- handed, and keeps its liveness key.
 -- KEYS[1] hash: the holds (see shared.lua)
@@ -57,7 +57,7 @@ local field = holdField(mode, owner)
 local used, held = purge(r, now, field)
 if held then
   -- A new owner can only hold through this same call: a resent command, a
-  -- re-check after a grant, or a grant it was handed; a shared owner's
+  -- re-check after a grant, or a grant it was handed; a given owner's
   -- waiter knows its grant by the waiter the hold names. Either reports
   -- the hold and counts nothing; a waiter's look confirms the grant, whose
   -- lease may hold only until confirmed.

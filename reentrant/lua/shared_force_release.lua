@@ -1,4 +1,4 @@
--- End every hold of a multi-holder resource, whoever holds it, and grant
+-- End every hold of a shared resource, whoever holds it, and grant
 -- what fits of the queue (see planGrants).
 -- KEYS[1] hash: the holds (see shared.lua)
 -- KEYS[2] leases: the holds' lease deadlines

@@ -1,6 +1,6 @@
--- Library (see script.go): the grant of a multi-holder resource, shared by
+-- Library (see script.go): the grant of a shared resource, shared by
 -- every script that can free some of its size. The protocol is the package
--- doc's (Multi-holder resources); what the code must keep:
+-- doc's (Shared resources); what the code must keep:
 --   - fits is the one rule: a waiter fits when used + its weight <= size;
 --     a waiter whose owner already holds in its mode joins that hold (a
 --     re-entry takes no weight), except for permits, which are never
@@ -140,7 +140,7 @@ local function admit(plan, g)
   if g.id == plan.self then
     plan.mine = plan.holds[g.f]
   end
-  if g.m == 'w' and g.shared then
+  if g.m == 'w' and g.given then
     plan.write = g
   end
 end
@@ -242,7 +242,7 @@ local function admitReadsInside(r, plan)
   for i = plan.examined + 1, #plan.raw do
     local rec = plan.raw[i]
     local w = string.sub(rec, 1, 2) == 'r ' and string.sub(rec, -#write.o) == write.o and parseSharedWaiter(rec)
-    if w and w.o == write.o and w.shared then
+    if w and w.o == write.o and w.given then
       w.f, w.rec = field, rec
       run[#run + 1] = w
     end

@@ -1,4 +1,4 @@
--- Read a multi-holder resource's state without changing it. Holds whose
+-- Read a shared resource's state without changing it. Holds whose
 -- lease has run out by the server clock are left out, as every other
 -- script would purge them.
 -- KEYS[1] hash: the holds (see shared.lua)

@@ -1,4 +1,4 @@
--- A waiter of a multi-holder resource gives up: it leaves the queue, or, if
+-- A waiter of a shared resource gives up: it leaves the queue, or, if
 -- it was granted its hold in the meantime, leaves that count of the hold at
 -- once, passing on what it frees (see leaveHold).
 -- KEYS[1] hash: the holds (see shared.lua)

@@ -1,4 +1,4 @@
--- Go on with a grant of a multi-holder resource that stopped at its bound
+-- Go on with a grant of a shared resource that stopped at its bound
 -- (see planGrants): grant what fits of the queue's head. A resent or
 -- repeated pass grants nothing twice: what it granted left the queue.
 -- KEYS[1] hash: the holds (see shared.lua)

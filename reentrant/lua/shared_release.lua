@@ -1,4 +1,4 @@
--- Leave one count of a hold of a multi-holder resource; the last one frees
+-- Leave one count of a hold of a shared resource; the last one frees
 -- its weight, and what fits of the queue is granted in this same script
 -- (see leaveHold).
 -- KEYS[1] hash: the holds (see shared.lua)

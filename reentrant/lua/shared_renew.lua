@@ -1,4 +1,4 @@
--- Library (see script.go): the renewal of a hold of a multi-holder
+-- Library (see script.go): the renewal of a hold of a shared
 -- resource (see shared.lua).
 
 -- renewShare extends the lease of owner's hold in mode of the resource r

@@ -8,37 +8,37 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts of a share: lua/shared_*.lua.
+// The scripts of a shared mode: lua/shared_*.lua.
 var (
 	sharedAcquireScript = sharedScript("shared_acquire.lua")
 	sharedReleaseScript = sharedScript("shared_release.lua")
 	sharedLeaveScript   = sharedScript("shared_leave.lua")
 )
 
-// Acquire takes the share for owner, or re-enters owner's hold in the
-// share's mode, as Keys.Acquire does for a lock: the same replay and
+// Acquire takes the mode for owner, or re-enters owner's hold in the
+// mode, as Keys.Acquire does for a lock: the same replay and
 // waiter rules, and no call takes past a queue. A non-zero hold re-enters
 // only the hold of that ID (AcquireResult.HoldID), as a lock's token does. A read by an owner
 // that holds the write is granted at once, past the queue, with the
-// write's token. The call is refused, writing nothing, when the share's
+// write's token. The call is refused, writing nothing, when the mode's
 // weight is above the size (ErrInvalidPermits), and an owner holding
-// permits already is refused (ErrPermitsHeld). When the share does not fit
+// permits already is refused (ErrPermitsHeld). When the mode does not fit
 // (or others queue before it), HolderTTL is how long until the first
 // hold's lease runs out (negative for none), when a waiter should look.
-func (s Share) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, hold uint64, w Waiter) (AcquireResult, error) {
+func (s SharedMode) Acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, hold uint64, w Waiter) (AcquireResult, error) {
 	return s.acquire(ctx, rdb, owner, requestID, lease, false, hold, w)
 }
 
-// AcquireNew takes the share for an owner made for this one call (see
+// AcquireNew takes the mode for an owner made for this one call (see
 // Keys.AcquireNew): a hold it already has can only be this call's own, so
 // it is reported instead of counted again, and no request key is needed.
-func (s Share) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration, w Waiter) (AcquireResult, error) {
+func (s SharedMode) AcquireNew(ctx context.Context, rdb redis.Scripter, owner string, lease time.Duration, w Waiter) (AcquireResult, error) {
 	return s.acquire(ctx, rdb, owner, "", lease, true, 0, w)
 }
 
 // acquire runs shared_acquire.lua for Acquire and AcquireNew, until
 // drained (untilDrained).
-func (s Share) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, hold uint64, w Waiter) (AcquireResult, error) {
+func (s SharedMode) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID string, lease time.Duration, newOwner bool, hold uint64, w Waiter) (AcquireResult, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return AcquireResult{}, err
@@ -56,7 +56,7 @@ func (s Share) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID
 }
 
 // acquireOnce runs the acquire script once and reads its reply.
-func (s Share) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []string, args []any) (AcquireResult, error) {
+func (s SharedMode) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []string, args []any) (AcquireResult, error) {
 	reply, err := sharedAcquireScript.Run(ctx, rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return AcquireResult{}, fmt.Errorf("reentrant: acquire %s %q: %w", s.keys.Kind, s.keys.Name, err)
@@ -76,13 +76,13 @@ func (s Share) acquireOnce(ctx context.Context, rdb redis.Scripter, keys []strin
 	return res, nil
 }
 
-// Release leaves one count of owner's hold in the share's mode of ID
+// Release leaves one count of owner's hold in the mode of ID
 // hold (AcquireResult.HoldID), as Keys.Release does under a token:
 // NotHeld, changing nothing, when owner does not hold so (a hold that
 // ended, even if the owner holds again since); the release of the last count grants what fits of the
 // queue before it returns. requestID must be unique per release: a
 // repeated call with the same ID replays the first result.
-func (s Share) Release(ctx context.Context, rdb redis.Scripter, owner string, hold uint64, requestID string) (ReleaseResult, error) {
+func (s SharedMode) Release(ctx context.Context, rdb redis.Scripter, owner string, hold uint64, requestID string) (ReleaseResult, error) {
 	k := s.keys
 	n, err := sharedReleaseScript.Run(ctx, rdb, k.keys(k.HoldIDs, k.RequestKey(requestID)), owner, formatToken(hold),
 		string(s.mode), k.size, k.lock.requestTTL.Milliseconds(), k.lock.publish).Int64()
@@ -101,7 +101,7 @@ func (s Share) Release(ctx context.Context, rdb redis.Scripter, owner string, ho
 // If w was granted its hold meanwhile, it leaves that count of the hold,
 // granting what that frees before it returns, and reports true. Repeating
 // it is harmless.
-func (s Share) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string, lease time.Duration, newOwner bool) (bool, error) {
+func (s SharedMode) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner string, lease time.Duration, newOwner bool) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return false, err
@@ -119,17 +119,17 @@ func (s Share) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner st
 	return n == 1 || n == 2, nil
 }
 
-// Renew makes sure owner's hold in the share's mode of ID hold has at
+// Renew makes sure owner's hold in the mode of ID hold has at
 // least lease left, when owner still holds it and its lease has not run
 // out by the server clock (it never shortens a lease), and reports whether
 // it did.
-func (s Share) Renew(ctx context.Context, rdb redis.Scripter, owner string, hold uint64, lease time.Duration) (bool, error) {
-	return s.Renewal(owner, hold).renew(ctx, rdb, lease)
+func (s SharedMode) Renew(ctx context.Context, rdb redis.Scripter, owner string, hold uint64, lease time.Duration) (bool, error) {
+	return s.HoldRef(owner, hold).renew(ctx, rdb, lease)
 }
 
-// Renewal names owner's hold in the share's mode of ID hold, for
+// HoldRef names owner's hold in the mode of ID hold, for
 // RenewAll, which renews it in the same script call as the other holds of
-// its slot, plain locks' included. The Renewal's Token is the hold ID.
-func (s Share) Renewal(owner string, hold uint64) Renewal {
-	return Renewal{Owner: owner, Token: hold, share: &s}
+// its slot, plain locks' included. The HoldRef's Token is the hold ID.
+func (s SharedMode) HoldRef(owner string, hold uint64) HoldRef {
+	return HoldRef{Owner: owner, Token: hold, mode: &s}
 }
