@@ -19,7 +19,10 @@ package rlock
 // fails the script before any waiter hears of the grant; INFO replication
 // is how a script that takes, renews or grants a hold asks the server's
 // role first, since a replica that takes writes (replica-read-only no)
-// refuses nothing. SUBSCRIBE is for
+// refuses nothing. Where the masters have replicas, add +wait: WAIT, after
+// a SET of a key in the hold's slot, is how a grant or renewal is
+// acknowledged by replicas (see WithReplicaAcks), and a client without it
+// turns its default acknowledgements off (and says so once). SUBSCRIBE is for
 // waiters: a client subscribes its grant channel once and keeps it; with
 // sharded pub/sub each lock has its own, so SSUBSCRIBE and SUNSUBSCRIBE. PING is the health check of the
 // pub/sub connection. Connection set-up needs nothing more: HELLO and AUTH

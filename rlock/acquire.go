@@ -153,6 +153,12 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 		h.cutOff(h.lost("re-entry found it not held"))
 		return nil, a.notObtained(h.endCause())
 	}
+	if err := a.c.acks.replicated(ctx, a.res.id().key); err != nil {
+		h.giveTurnBack(a.via)
+		return nil, a.notReplicated(ctx, err, func(ctx context.Context) {
+			releaseRetrying(ctx, a.res, a.owner, res.HoldID())
+		})
+	}
 	l := newHandle(h, a.ctx, a.via, a.cfg, sent, Reentered)
 	if err := h.join(l, sent, a.lease); err != nil {
 		// The hold ended since the turn was taken: give the count back.
@@ -204,7 +210,14 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 // client holds a newer hold of the owner for is given back in the
 // background: for both, claim reports the resource as held for no time,
 // so a wait goes on at once.
+//
+// A grant counts only once replicas have acknowledged it (see
+// WithReplicaAcks): one that is not is given back, and claim returns
+// ErrNotObtained with the reason.
 func (a *attempt) claim(ctx context.Context, g holdGrant, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, time.Duration, error) {
+	if err := a.c.acks.replicated(ctx, a.res.id().key); err != nil {
+		return nil, 0, a.notReplicated(ctx, err, func(ctx context.Context) { a.giveBack(ctx, g) })
+	}
 	l, err := a.c.adopt(a, g, sent, lease, kind)
 	switch {
 	case err == nil:
@@ -266,6 +279,31 @@ func (a *attempt) notObtained(ctxErr error) error {
 		return fmt.Errorf("%w: %q still held after %v", ErrNotObtained, name, a.cfg.wait)
 	}
 	return fmt.Errorf("%w: %q is held", ErrNotObtained, name)
+}
+
+// notReplicated gives back, with giveBack, a grant whose acknowledgement
+// by replicas failed with err, and returns the call's error: it matches
+// ErrNotObtained, and err (ErrNotReplicated when too few replicas
+// acknowledged in time), or the ctx's error when that ended the wait. The
+// give-back is not bounded by ctx, so that a call cancelled during the
+// wait has given the grant back when it returns, unless Redis does not
+// answer within leaveWait: then it goes on in the background.
+func (a *attempt) notReplicated(ctx context.Context, err error, giveBack func(ctx context.Context)) error {
+	done := make(chan struct{})
+	a.c.background.run(a.lease, func(ctx context.Context) {
+		defer close(done)
+		giveBack(ctx)
+	})
+	timer := time.NewTimer(leaveWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+	if ctx.Err() != nil {
+		return a.notObtained(ctx.Err())
+	}
+	return &lockError{sentinel: ErrNotObtained, name: a.res.name(), what: "not obtained", cause: err}
 }
 
 // isServerReply reports whether err is an error reply from Redis, which

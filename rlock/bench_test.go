@@ -18,14 +18,17 @@ import (
 // the start of Unlock to the waiter's Lock returning; ping-ns is the p50 of
 // a PING the holder sends on its own client 1 ms before it releases, and
 // gap/ping their ratio. Run it with -benchtime 1000x or more.
-func BenchmarkIdleHandOff(b *testing.B) {
-	srv := redistest.Start(b)
+func BenchmarkIdleHandOff(b *testing.B) { benchmarkIdleHandOff(b, redistest.Start(b)) }
+
+// benchmarkIdleHandOff is BenchmarkIdleHandOff on srv, with clients made
+// with opts.
+func benchmarkIdleHandOff(b *testing.B, srv *redistest.Server, opts ...Option) {
 	ctx := context.Background()
 	var rdbs [2]*redis.Client
 	var clients [2]*Client
 	for i := range clients {
 		rdbs[i] = srv.Client()
-		c, err := New(rdbs[i])
+		c, err := New(rdbs[i], opts...)
 		if err != nil {
 			b.Fatal(err)
 		}

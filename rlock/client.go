@@ -30,6 +30,8 @@ type Client struct {
 	// wire is set with WithRedissonWire: the client's locks are in
 	// Redisson's format, not ns's.
 	wire *wireMode
+	// acks has holds acknowledged by replicas; nil: not.
+	acks *replicaAcks
 
 	hub    *notify.Hub
 	grants grantLine // the grant line: where its waiters' grants arrive
@@ -89,11 +91,16 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	} else if _, err := ns.Keys("probe"); err != nil {
 		return nil, lower(err)
 	}
+	acks, err := newReplicaAcks(rdb, cfg)
+	if err != nil {
+		return nil, err
+	}
 	mode := notify.Classic
 	if sharded {
 		mode = notify.Sharded
 	}
-	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), wire: wire, grants: grantLine{perLock: sharded}}
+	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), wire: wire, acks: acks, grants: grantLine{perLock: sharded}}
+	acks.start(&c.background)
 	hub, err := notify.New(rdb, notify.Options{Mode: mode, Unclaimed: c.unclaimedGrant, Resubscribed: c.checkHolds})
 	if err != nil {
 		return nil, lower(err)

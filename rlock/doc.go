@@ -89,6 +89,17 @@
 // in one pipeline per batch, one script call per slot; it stops before the release of the last such
 // handle is sent, so a hold being given up is never renewed again.
 //
+// Acknowledging. Where the master has replicas (or WithReplicaAcks asks),
+// a grant or renewal counts only once replicas have acknowledged it: after
+// its script, one pipeline on the same master writes a key in the hold's
+// slot (Hash + ":ack") and sends WAIT. Replication is ordered, so that
+// covers every earlier write of the master, whoever made it: a hand-off
+// grant the releaser's script wrote, or the first run of a resent script.
+// A grant not acknowledged is given back before Lock returns
+// ErrNotReplicated; a renewal not acknowledged moves no validity. A
+// release needs none: one lost in a failover costs a stall of at most
+// one lease.
+//
 // Checking after a reconnect. When a pub/sub connection of the client is
 // confirmed again after it dropped (or its channels moved to another
 // master), Redis was away and may be back without its data: a restart

@@ -45,6 +45,18 @@ var (
 	// ErrNilClient: New was given a nil Redis client, typed or not.
 	ErrNilClient = errors.New("rlock: nil redis client")
 
+	// ErrNotReplicated: too few replicas acknowledged, within the timeout
+	// of WithReplicaAcks (or its default), the write that made or extended
+	// a hold. A Lock that fails with it also matches ErrNotObtained: the
+	// grant was given back. A hold whose renewals go unacknowledged until
+	// its lease runs out ends with ErrLockLost, naming replication.
+	ErrNotReplicated = errors.New("rlock: not acknowledged by replicas")
+
+	// ErrReplicaAcksUnsupported: New was given WithReplicaAcks(n > 0, …)
+	// for a server that refuses WAIT (an unknown command, or an ACL
+	// without +wait).
+	ErrReplicaAcksUnsupported = errors.New("rlock: server refuses WAIT, which replica acknowledgements need")
+
 	// ErrUnsupportedClient: New was given a client other than a
 	// *redis.Client (a single node, or Sentinel through
 	// redis.NewFailoverClient) or a *redis.ClusterClient. A *redis.Ring, for

@@ -43,6 +43,13 @@ const failoverLease = 90 * time.Second
 // left to the caller (the clients close at test end).
 func lockAcrossLaggingFailover(t *testing.T, name string, opts ...Option) laggingFailover {
 	t.Helper()
+	return lockAcrossFailover(t, name, true, opts...)
+}
+
+// lockAcrossFailover is lockAcrossLaggingFailover, with the relay holding
+// A's grant only if lagging: else the replica has what the master had.
+func lockAcrossFailover(t *testing.T, name string, lagging bool, opts ...Option) laggingFailover {
+	t.Helper()
 	ctx := testCtx(t)
 	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
 	opts = append([]Option{WithWatchdogLease(failoverLease)}, opts...)
@@ -55,7 +62,9 @@ func lockAcrossLaggingFailover(t *testing.T, name string, opts ...Option) laggin
 	a := clientOn()
 	r := laggingFailover{Sentinel: s}
 
-	s.Relay.Hold()
+	if lagging {
+		s.Relay.Hold()
+	}
 	r.A, r.AErr = a.Lock(ctx, name)
 	killed := time.Now()
 	s.Master.Stop()
@@ -75,11 +84,33 @@ func lockAcrossLaggingFailover(t *testing.T, name string, opts ...Option) laggin
 // This is the control for the acknowledgement tests; it must observe the
 // overlap, or the set-up tests nothing.
 func TestFailoverToALaggingReplicaGivesTwoHoldersWithoutAcks(t *testing.T) {
-	r := lockAcrossLaggingFailover(t, "lagging")
+	r := lockAcrossLaggingFailover(t, "lagging", WithReplicaAcks(0, 0)) // the default would wait for the replica
 	t.Logf("failover from SIGKILL to promotion: %v", r.Failover)
 	require.NoError(t, r.AErr, "A's Lock, on the master")
 	require.NoError(t, r.BErr, "B's TryLock, on the promoted replica")
 	require.True(t, r.TwoHolders, "B was granted while A still held")
 	require.Greater(t, r.B.Token(), r.A.Token(),
 		"fencing tokens still rise across the lost grant: a store that checks them refuses A")
+}
+
+// Issue 31, the same sequence with the default acknowledgements: A's grant
+// never reaches the replica, so A is told it failed (ErrNotReplicated,
+// matching ErrNotObtained) and gave it back; B, on the promoted replica,
+// is the only holder.
+func TestFailoverToALaggingReplicaKeepsOneHolderWithAcks(t *testing.T) {
+	r := lockAcrossLaggingFailover(t, "lagging-acked")
+	require.Nil(t, r.A)
+	require.ErrorIs(t, r.AErr, ErrNotObtained)
+	require.ErrorIs(t, r.AErr, ErrNotReplicated)
+	require.NoError(t, r.BErr, "B's TryLock, on the promoted replica")
+	require.False(t, r.TwoHolders)
+}
+
+// Issue 31: a grant a healthy replica acknowledged survives the promotion:
+// B, on the promoted replica, is refused while A holds.
+func TestFailoverKeepsAnAcknowledgedHold(t *testing.T) {
+	r := lockAcrossFailover(t, "healthy", false)
+	require.NoError(t, r.AErr, "A's Lock, acknowledged by the replica")
+	require.ErrorIs(t, r.BErr, ErrNotObtained, "B's TryLock on the promoted replica")
+	require.NoError(t, r.A.Context().Err(), "A still holds")
 }

@@ -40,6 +40,7 @@ type config struct {
 	observer       Observer
 	wire           bool   // WithRedissonWire
 	wireClientID   string // WithRedissonWire's; empty: a random UUID
+	acks           ackConfig
 }
 
 func defaultConfig() config {
@@ -56,7 +57,7 @@ func (c config) validate() error {
 	if c.renewBatchSize < 1 {
 		return fmt.Errorf("%w: WithRenewBatchSize(%d) must be positive", ErrInvalidOption, c.renewBatchSize)
 	}
-	return nil
+	return c.acks.validate()
 }
 
 // WithKeyPrefix sets the prefix of every key and channel (default "baton:").

@@ -89,7 +89,7 @@ func (r *renewal) stop() {
 func (h *hold) watchLost(cause error) {
 	what := "renewal found it not held"
 	if !errors.Is(cause, watchdog.ErrNotHeld) {
-		what = "its lease ran out before a renewal was confirmed"
+		what = h.leaseRanOut()
 	}
 	h.cutOff(h.lost(what))
 }
@@ -100,11 +100,44 @@ func (h *hold) watchLost(cause error) {
 // slots go in different calls on a single node too: that keeps every call
 // valid on a cluster, at the cost of a few calls more in one round trip. A
 // hold no longer held is watchdog.ErrNotHeld, the watchdog's word for it.
+//
+// A renewal counts only once replicas have acknowledged it (see
+// WithReplicaAcks): one that is not is a transient error, which extends
+// nothing.
 func (c *Client) renew(ctx context.Context, batch []*hold) []error {
-	return c.renewFor(ctx, batch, c.cfg.watchdogLease)
+	errs := c.renewFor(ctx, batch, c.cfg.watchdogLease)
+	c.acknowledge(ctx, batch, errs)
+	return errs
 }
 
-// renewFor is renew with lease. The scripts never shorten a lease, so a
+// acknowledge has the renewals of batch that succeeded acknowledged by
+// replicas, one acknowledgement per master, and records in errs why one
+// was not.
+func (c *Client) acknowledge(ctx context.Context, batch []*hold, errs []error) {
+	if c.acks == nil {
+		return
+	}
+	byMaster := map[string]error{} // a master's address → its acknowledgement's error
+	for i, h := range batch {
+		if errs[i] != nil {
+			continue
+		}
+		key := h.res.id().key
+		_, addr, err := c.acks.master(ctx, key)
+		if err == nil {
+			var done bool
+			if err, done = byMaster[addr]; !done {
+				err = c.acks.replicated(ctx, key)
+				byMaster[addr] = err
+			}
+		}
+		errs[i] = err
+		h.validity.unacked.Store(errors.Is(err, ErrNotReplicated))
+	}
+}
+
+// renewFor runs the renewal scripts of batch with lease, in the client's
+// format, unacknowledged. The scripts never shorten a lease, so a
 // lease of 1 ms only checks that Redis still keeps each hold.
 func (c *Client) renewFor(ctx context.Context, batch []*hold, lease time.Duration) []error {
 	if c.wire != nil {

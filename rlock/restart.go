@@ -24,8 +24,10 @@ const checkLease = time.Millisecond
 // WithLease) are checked by a renewal for checkLease. A hold not kept is
 // cut off with ErrLockLost, one round trip after the connection came back.
 // A client with no subscription has no connection to see this on (see
-// the package doc).
+// the package doc). The replica counts of the default acknowledgements
+// are read again too.
 func (c *Client) checkHolds() {
+	c.acks.reconnected()
 	c.wd.RenewNow()
 	fixed := c.table.holdsOf(func(h *hold) bool { return !h.renewal.active() })
 	if len(fixed) == 0 {

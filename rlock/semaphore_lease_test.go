@@ -179,6 +179,7 @@ func TestSemaphoreScriptsGetNoClientClock(t *testing.T) {
 	p, err := sem.Acquire(ctx, 2)
 	require.NoError(t, err)
 	waiting := acquireInBackground(ctx, sem, 1)
+	waitForSemQueued(t, srv, "clock", 1) // first in the queue: SetMax grants it
 	fixed := acquireInBackground(ctx, other.Semaphore("clock", 2), 1)
 	waitForSemQueued(t, srv, "clock", 2)
 	// A renewal round (the only pipeline in baton's format), whose scripts

@@ -26,6 +26,9 @@ func validUntil(sent time.Time, lease time.Duration) time.Time {
 type validity struct {
 	until atomic.Int64 // a monotonic instant (monoOf)
 	timer *time.Timer  // fires at until; set once, by start
+	// unacked: replicas did not acknowledge a renewal since the last
+	// extension, so that the end can name replication as its cause.
+	unacked atomic.Bool
 }
 
 // start sets the clock to until, and arms its timer to call atValidity
@@ -39,6 +42,7 @@ func (v *validity) start(until time.Time, atValidity func()) {
 
 // extend records a confirmed acquire or renewal valid until deadline.
 func (v *validity) extend(deadline time.Time) {
+	v.unacked.Store(false)
 	d := monoOf(deadline)
 	for {
 		cur := v.until.Load()
@@ -81,5 +85,14 @@ func (h *hold) causeAtValidity() error {
 	if h.handles.givenUp() {
 		return errReleased
 	}
-	return h.lost("its lease ran out before a renewal was confirmed")
+	return h.lost(h.leaseRanOut())
+}
+
+// leaseRanOut says how the hold's lease ran out: before replicas
+// acknowledged a renewal, or before a renewal was confirmed at all.
+func (h *hold) leaseRanOut() string {
+	if h.validity.unacked.Load() {
+		return "its lease ran out before replicas acknowledged a renewal"
+	}
+	return "its lease ran out before a renewal was confirmed"
 }

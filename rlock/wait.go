@@ -49,8 +49,11 @@ func (a *attempt) wait(ctx context.Context, s *subscribed, holderTTL time.Durati
 		look = true // whatever woke it, look again unless it is the grant
 		switch {
 		case err == nil && !d.Resync && s.grants:
-			if l := a.granted(ctx, s.w, d.Payload); l != nil {
-				return l, nil
+			if l, err := a.granted(ctx, s.w, d.Payload); l != nil || err != nil {
+				if err != nil {
+					a.leaveNow(s.w)
+				}
+				return l, err
 			}
 		case err == nil, errors.Is(err, notify.ErrWaitTimeout):
 			// A resync, a nudge, or time to look again.
@@ -123,24 +126,28 @@ func (s *subscribed) close() {
 // given back (see claim). In both cases granted returns nil and the wait
 // goes on. A grant whose lease holds only until it is confirmed (where
 // liveness is judged by key) is valid for that lease, and confirmed in the
-// background: the call returns without waiting for it.
-func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload string) *handle {
+// background: the call returns without waiting for it. A grant replicas
+// did not acknowledge ends the call with claim's error.
+func (a *attempt) granted(ctx context.Context, w reentrant.Waiter, payload string) (*handle, error) {
 	g, err := a.c.grants.reader.Grant(w.ID, payload)
 	if err != nil || g.Owner != a.owner || !a.res.claims(g) || a.queuedAt.IsZero() {
-		return nil
+		return nil, nil
 	}
 	lease := a.lease
 	if g.Unconfirmed > 0 {
 		lease = min(lease, g.Unconfirmed)
 	}
 	l, _, err := a.claim(ctx, holdGrant{id: g.HoldID(), token: g.Token, to: w}, a.queuedAt, lease, HandedOff)
+	if errors.Is(err, ErrNotObtained) {
+		return nil, err
+	}
 	if err != nil || l == nil {
-		return nil
+		return nil, nil
 	}
 	if lease < a.lease {
 		a.c.background.run(undoTimeout, func(ctx context.Context) { a.confirm(ctx, l.hold) })
 	}
-	return l
+	return l, nil
 }
 
 // confirm renews hold h, granted with a lease that holds only until its
@@ -153,7 +160,12 @@ func (a *attempt) confirm(ctx context.Context, h *hold) {
 	ok, err := a.res.renew(ctx, h.owner, h.id, a.lease)
 	switch {
 	case err == nil && ok:
-		h.validity.extend(validUntil(sent, a.lease))
+		// Only an acknowledged renewal extends the validity.
+		err := a.c.acks.replicated(ctx, a.res.id().key)
+		if err == nil {
+			h.validity.extend(validUntil(sent, a.lease))
+		}
+		h.validity.unacked.Store(errors.Is(err, ErrNotReplicated))
 	case err == nil && !h.handles.givenUp():
 		h.cutOff(h.lost("renewal found it not held"))
 	}
