@@ -1,0 +1,284 @@
+package rlock_test
+
+// Helpers of the outside attacks (attack_*_test.go): public API and
+// bench/redistest only, issue 30 follow-up.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/rlock"
+)
+
+func atkCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func atkClient(t *testing.T, srv *redistest.Server, opts ...rlock.Option) *rlock.Client {
+	t.Helper()
+	c, err := rlock.New(srv.Client(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// atkUnclosed is a Client the test closes itself (no Close at cleanup).
+func atkUnclosed(t *testing.T, srv *redistest.Server, opts ...rlock.Option) *rlock.Client {
+	t.Helper()
+	c, err := rlock.New(srv.Client(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func atkWaitLen(t *testing.T, rdb *redis.Client, key string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if rdb.LLen(context.Background(), key).Val() == n {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("%s never reached length %d (now %d)", key, n, rdb.LLen(context.Background(), key).Val())
+}
+
+// atkProxied starts a proxy to srv and a Client whose connections go
+// through it. tweak, if not nil, changes the go-redis options first.
+func atkProxied(t *testing.T, srv *redistest.Server, tweak func(*redis.Options), opts ...rlock.Option) (*atkProxy, *rlock.Client) {
+	t.Helper()
+	prx := atkStartProxy(t, srv.Addr)
+	o := redistest.Options(prx.Addr())
+	if tweak != nil {
+		tweak(o)
+	}
+	rdb := redis.NewClient(o)
+	t.Cleanup(func() { rdb.Close() })
+	c, err := rlock.New(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return prx, c
+}
+
+// atkQueue is the queue key of the resource of kind ("lock", "write",
+// "rw", "read" or "sem") named name.
+func atkQueue(kind, name string) string {
+	switch kind {
+	case "write", "rw", "read":
+		return "baton:{" + name + "}:rw:queue"
+	case "sem":
+		return "baton:{" + name + "}:sem:queue"
+	}
+	return "baton:{" + name + "}:queue"
+}
+
+// atkHold takes the resource of kind ("lock", "lock WithLease", "write" or
+// "rw", "read", "sem": a semaphore of size 1, one permit) named name
+// through c, and returns its hold's Context and its Unlock or Release.
+func atkHold(c *rlock.Client, ctx context.Context, kind, name string, opts ...rlock.LockOption) (context.Context, func() error, error) {
+	type held interface {
+		Context() context.Context
+	}
+	var h held
+	var end func() error
+	switch kind {
+	case "lock", "lock WithLease":
+		if kind == "lock WithLease" {
+			opts = append(opts, rlock.WithLease(60*time.Second))
+		}
+		l, err := c.Lock(ctx, name, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		h, end = l, func() error { return l.Unlock(ctx) }
+	case "write", "rw":
+		l, err := c.RWLock(name).Lock(ctx, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		h, end = l, func() error { return l.Unlock(ctx) }
+	case "read":
+		l, err := c.RWLock(name).RLock(ctx, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		h, end = l, func() error { return l.Unlock(ctx) }
+	case "sem":
+		p, err := c.Semaphore(name, 1).Acquire(ctx, 1, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		h, end = p, func() error { return p.Release(ctx) }
+	default:
+		panic("atkHold: kind " + kind)
+	}
+	return h.Context(), end, nil
+}
+
+// atkLockKind is a resource that hands out *rlock.Lock: the plain lock
+// ("lock"), or the RW lock's write ("write") or read ("read").
+type atkLockKind struct {
+	kind, name string
+}
+
+func (k atkLockKind) qkey() string { return atkQueue(k.kind, k.name) }
+
+// take waits for the resource.
+func (k atkLockKind) take(cl *rlock.Client, ctx context.Context, o ...rlock.LockOption) (*rlock.Lock, error) {
+	switch k.kind {
+	case "write":
+		return cl.RWLock(k.name).Lock(ctx, o...)
+	case "read":
+		return cl.RWLock(k.name).RLock(ctx, o...)
+	}
+	return cl.Lock(ctx, k.name, o...)
+}
+
+// try is the TryLock of the same kind.
+func (k atkLockKind) try(cl *rlock.Client, ctx context.Context, o ...rlock.LockOption) (*rlock.Lock, error) {
+	switch k.kind {
+	case "write":
+		return cl.RWLock(k.name).TryLock(ctx, o...)
+	case "read":
+		return cl.RWLock(k.name).TryRLock(ctx, o...)
+	}
+	return cl.TryLock(ctx, k.name, o...)
+}
+
+// tryOther is the TryLock of the kind that conflicts with this one: a
+// read beside a write, a write beside a read, the plain lock beside itself.
+func (k atkLockKind) tryOther(cl *rlock.Client, ctx context.Context, o ...rlock.LockOption) (*rlock.Lock, error) {
+	switch k.kind {
+	case "write":
+		return cl.RWLock(k.name).TryRLock(ctx, o...)
+	case "read":
+		return cl.RWLock(k.name).TryLock(ctx, o...)
+	}
+	return cl.TryLock(ctx, k.name, o...)
+}
+
+// state is what Inspect tells of the resource, for the log.
+func (k atkLockKind) state(cl *rlock.Client, ctx context.Context) string {
+	if k.kind == "lock" {
+		st, _ := cl.Inspect(ctx, k.name)
+		return fmt.Sprintf("holders %+v ttl %v", st.Holders, st.TTL)
+	}
+	st, _ := cl.RWLock(k.name).Inspect(ctx)
+	return fmt.Sprintf("%+v", st)
+}
+
+// atkProxy forwards TCP to a Redis server; while held, replies to the
+// clients are kept back (requests still reach the server), then delivered
+// in order on release.
+type atkProxy struct {
+	ln      net.Listener
+	mu      sync.Mutex
+	held    bool
+	heldReq bool
+	cond    *sync.Cond
+	live    []net.Conn
+}
+
+func atkStartProxy(t *testing.T, target string) *atkProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &atkProxy{ln: ln}
+	p.cond = sync.NewCond(&p.mu)
+	var conns sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		p.Release()
+		p.ReleaseRequests()
+		conns.Wait()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			conns.Add(2)
+			go p.pipe(&conns, c, s, &p.heldReq)
+			go p.pipe(&conns, s, c, &p.held)
+			p.mu.Lock()
+			p.live = append(p.live, c, s)
+			p.mu.Unlock()
+			t.Cleanup(func() { c.Close(); s.Close() })
+		}
+	}()
+	return p
+}
+
+// pipe copies from to to, waiting while *held, and closes to when done.
+func (p *atkProxy) pipe(conns *sync.WaitGroup, from, to net.Conn, held *bool) {
+	defer conns.Done()
+	defer to.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for *held {
+				p.cond.Wait()
+			}
+			p.mu.Unlock()
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *atkProxy) Addr() string { return p.ln.Addr().String() }
+func (p *atkProxy) Hold()        { p.mu.Lock(); p.held = true; p.mu.Unlock() }
+
+// KillAll closes every connection made so far, both sides: what the
+// clients had in flight is lost.
+func (p *atkProxy) KillAll() {
+	p.mu.Lock()
+	for _, c := range p.live {
+		c.Close()
+	}
+	p.live = nil
+	p.mu.Unlock()
+}
+
+func (p *atkProxy) HoldRequests() { p.mu.Lock(); p.heldReq = true; p.mu.Unlock() }
+func (p *atkProxy) ReleaseRequests() {
+	p.mu.Lock()
+	p.heldReq = false
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+func (p *atkProxy) Release() {
+	p.mu.Lock()
+	p.held = false
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
