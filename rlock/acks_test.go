@@ -114,10 +114,13 @@ func TestReplicaAcksUnacknowledgedRenewalsLoseTheHold(t *testing.T) {
 	ctx, srv := serve(t)
 	replica := redistest.StartReplica(t, srv)
 	// The acquire's ack, from a running replica, must come within the
-	// timeout on a loaded machine (50ms did not always); a renewal's
-	// failed ack must be recorded (one tick, lease/3, plus the timeout)
-	// well before the validity passes (the lease, less 1%).
-	c := newClient(t, srv, WithReplicaAcks(1, 300*time.Millisecond), WithWatchdogLease(3*time.Second))
+	// timeout on the suite's load: 300ms did not, once in a CI run, so the
+	// replica first catches up (WAIT) and the timeout is the default 1s. A
+	// renewal's failed ack is then recorded one tick (lease/3 = 2s) plus
+	// the timeout after the grant, 3s, well before the validity passes
+	// (the lease less 1%: 5.94s).
+	require.EqualValues(t, 1, admin(t, srv).Wait(ctx, 1, 5*time.Second).Val(), "the replica caught up")
+	c := newClient(t, srv, WithReplicaAcks(1, time.Second), WithWatchdogLease(6*time.Second))
 	l, err := c.Lock(ctx, "renewed")
 	require.NoError(t, err)
 	replica.Pause()
