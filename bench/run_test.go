@@ -61,11 +61,14 @@ func TestSuiteOnARealServer(t *testing.T) {
 		case uncontend:
 			// One command to lock, one to unlock; a script load or two at most.
 			// Redisson's unlock adds the DEL of its latch, as Java's does.
-			want := 2.0
+			want, delta := 2.0, 0.1
 			if r.Algorithm == WireName {
-				want = 3
+				// The latch's DEL goes out in the background after Unlock
+				// returns, so a DEL of a pair before the window can land in
+				// it: one in flight at each edge of the one worker's window.
+				want, delta = 3, 0.1+2/float64(r.Acquisitions)
 			}
-			require.InDelta(t, want, r.ClientPerAcq, 0.1, name)
+			require.InDelta(t, want, r.ClientPerAcq, delta, name)
 		case hotKey:
 			if r.Algorithm == BatonName || r.Algorithm == "poll-1ms" {
 				require.Positive(t, r.Handoffs, "eight workers on one name hand it over: %s", name)
