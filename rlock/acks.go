@@ -238,14 +238,14 @@ func (r *replicaAcks) read(ctx context.Context, node *redis.Client, addr string)
 	return int(min(c.n, 1)), nil
 }
 
-// start reads the count of a single master's replicas in the background,
-// so that the first grant, which may come by message, need not.
-func (r *replicaAcks) start(bg *cleanups) {
-	if r == nil {
-		return
+// runIn makes bg run r's re-reads of a count. It sends nothing: New
+// dials no server (go-redis's constructors do not either, and a client
+// may be made before its server is up), so the first grant on a master
+// reads its count.
+func (r *replicaAcks) runIn(bg *cleanups) {
+	if r != nil {
+		r.background = bg
 	}
-	r.background = bg
-	r.readSingle()
 }
 
 // reconnected forgets every count, once a pub/sub connection of the client

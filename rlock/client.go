@@ -100,7 +100,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		mode = notify.Sharded
 	}
 	c := &Client{rdb: rdb, cfg: cfg, ns: ns, id: randomHex(8), wire: wire, acks: acks, grants: grantLine{perLock: sharded}}
-	acks.start(&c.background)
+	acks.runIn(&c.background)
 	hub, err := notify.New(rdb, notify.Options{Mode: mode, Unclaimed: c.unclaimedGrant, Resubscribed: c.checkHolds})
 	if err != nil {
 		return nil, lower(err)

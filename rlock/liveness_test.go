@@ -1,6 +1,10 @@
 package rlock
 
 import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,4 +123,22 @@ func TestWithLivenessKeysSkipsAWaiterWithoutAKey(t *testing.T) {
 	require.Equal(t, map[string]string{l.Owner(): "1"}, rdb.HGetAll(ctx, keys.Hash).Val(), "the live waiter holds the lock")
 	require.Zero(t, rdb.LLen(ctx, keys.Queue).Val(), "the stale waiter's entry was dropped")
 	require.NoError(t, l.Unlock(ctx))
+}
+
+// New dials nothing, as go-redis's constructors do not: a client may be
+// made before its server is up. Reading a master's replicas (the default
+// acknowledgements) waits for the first grant; a dial at New left go-redis's
+// Sentinel lookups running past Close.
+func TestNewDialsNothing(t *testing.T) {
+	var dials atomic.Int64
+	rdb := redis.NewClient(&redis.Options{Addr: unused, MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("no server")
+		}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := New(rdb)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.Zero(t, dials.Load())
 }
