@@ -180,7 +180,7 @@ func TestMiniredisRunsAreLabelled(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, charts, "written by default, to a folder of the run's own")
 
-	_, _, err = connect(options{miniredis: true, addr: "127.0.0.1:1"})
+	_, _, err = connect(options{miniredis: true, addr: "127.0.0.1:1"}, false)
 	require.ErrorContains(t, err, "at most one")
 	require.ErrorContains(t, run(ctx, options{rounds: 0}, map[string]bool{}, io.Discard, io.Discard), "-rounds")
 }
@@ -232,7 +232,7 @@ func TestRTTRunGoesThroughTheDelayProxy(t *testing.T) {
 	require.NotNil(t, rep.Scripts[0].Acquire.UsecPerScript)
 
 	for _, bad := range []options{{rtt: -time.Millisecond}, {rtt: rtt, miniredis: true}, {rtt: rtt, cluster: "127.0.0.1:1"}} {
-		_, _, err := connect(bad)
+		_, _, err := connect(bad, false)
 		require.ErrorContains(t, err, "-rtt", "%+v", bad)
 	}
 }
