@@ -89,17 +89,19 @@ func TestAcksTargets(t *testing.T) {
 		require.Contains(t, c.Detail, tc.detail)
 	}
 
-	// 1/200 s and 1/400 s a pair: acks add 2.5ms, against SET+WAIT 2.5ms.
+	// Lock p50 5ms with acks, 2.5ms without; the two runs' SET+WAIT
+	// round trips average to ack.
 	uncontended := func(ack time.Duration) []Result {
-		lag := ack / 2
-		return []Result{{Algorithm: AcksOffName, Scenario: replicaUncontended, Workers: 1, AcqPerSec: 400},
-			{Algorithm: AcksOnName, Scenario: replicaUncontended, Workers: 1, AcqPerSec: 200, AckP50: &ack, LagP50: &lag}}
+		onAck, offAck := ack+100*time.Microsecond, ack-100*time.Microsecond
+		onLag, offLag := onAck/2, offAck/2
+		return []Result{{Algorithm: AcksOffName, Scenario: replicaUncontended, WaitP50: 2500 * time.Microsecond, AckP50: &offAck, LagP50: &offLag},
+			{Algorithm: AcksOnName, Scenario: replicaUncontended, WaitP50: 5 * time.Millisecond, AckP50: &onAck, LagP50: &onLag}}
 	}
 	for _, tc := range []struct {
 		ack          time.Duration
 		want, detail string
 	}{
-		{2500 * time.Microsecond, "PASS", "5ms − 2.5ms = 2.5ms = 1.00× SET+WAIT 2.5ms (lag 1.25ms)"},
+		{2500 * time.Microsecond, "PASS", "Lock p50 5ms − 2.5ms = 2.5ms = 1.00× SET+WAIT 2.5ms (lag 1.25ms)"},
 		{2273 * time.Microsecond, "PASS", "= 1.10×"},
 		{2200 * time.Microsecond, "MISS", "= 1.14×"},
 	} {
