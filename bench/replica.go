@@ -23,9 +23,9 @@ const (
 
 // The replicated scenarios' names.
 const (
-	replicaUncontended = "acks-uncontended"
-	replicaHotKey      = "acks-hot-key"
-	replicaHandoff     = "acks-idle-handoff"
+	acksUncontend = "acks-uncontended"
+	acksHotKey    = "acks-hot-key"
+	acksHandoff   = "acks-idle-handoff"
 )
 
 // ackProbes is how many acknowledgement round trips, and as many PINGs,
@@ -37,9 +37,9 @@ const ackProbes = 21
 // idle hand-off of Scenarios, whose contestants are ReplicaAlgorithms.
 func ReplicaScenarios(d time.Duration) []Scenario {
 	return []Scenario{
-		{Name: replicaUncontended, Kind: KindReplicated, Workers: 1, Names: 1, Duration: d},
-		{Name: replicaHotKey, Kind: KindReplicated, Workers: 8, Hold: time.Millisecond, Names: 1, Duration: d},
-		{Name: replicaHandoff, Kind: KindReplicated, Workers: 2, Hold: 2 * time.Millisecond, Names: 1, Duration: d, HolderPings: true},
+		{Name: acksUncontend, Kind: KindReplicated, Workers: 1, Names: 1, Duration: d},
+		{Name: acksHotKey, Kind: KindReplicated, Workers: 8, Hold: time.Millisecond, Names: 1, Duration: d},
+		{Name: acksHandoff, Kind: KindReplicated, Workers: 2, Hold: 2 * time.Millisecond, Names: 1, Duration: d, HolderPings: true},
 	}
 }
 
@@ -120,7 +120,7 @@ func acksTarget(results []Result, scenario, target string, judge func(on, off Re
 // acksHotKeyTarget judges the hot key's acq/s with acknowledgements
 // against without.
 func acksHotKeyTarget(results []Result) Check {
-	return acksTarget(results, replicaHotKey, fmt.Sprintf("acq/s with acks ≥ %.1f× without", acksHotShare),
+	return acksTarget(results, acksHotKey, fmt.Sprintf("acq/s with acks ≥ %.1f× without", acksHotShare),
 		func(on, off Result) (string, string) {
 			if off.AcqPerSec <= 0 {
 				return "SKIP", "no acquisition without acks"
@@ -137,7 +137,7 @@ func acksHotKeyTarget(results []Result) Check {
 // replica's lag: the mean of the two runs' measureAck figures, each timed
 // before its own run.
 func acksUncontendedTarget(results []Result) Check {
-	return acksTarget(results, replicaUncontended, fmt.Sprintf("acks add ≤ %.1f× (1 round trip + the replica's lag)", acksUncontended),
+	return acksTarget(results, acksUncontend, fmt.Sprintf("acks add ≤ %.1f× (1 round trip + the replica's lag)", acksCost),
 		func(on, off Result) (string, string) {
 			if on.AckP50 == nil || off.AckP50 == nil || on.LagP50 == nil || off.LagP50 == nil {
 				return "SKIP", "not measured"
@@ -145,7 +145,7 @@ func acksUncontendedTarget(results []Result) Check {
 			ack, lag := (*on.AckP50+*off.AckP50)/2, (*on.LagP50+*off.LagP50)/2
 			added := on.WaitP50 - off.WaitP50
 			got := float64(added) / float64(ack)
-			return status(shown(got, 2) <= acksUncontended, fmt.Sprintf("Lock p50 %s − %s = %s = %.2f× SET+WAIT %s (lag %s)",
+			return status(shown(got, 2) <= acksCost, fmt.Sprintf("Lock p50 %s − %s = %s = %.2f× SET+WAIT %s (lag %s)",
 				short(on.WaitP50), short(off.WaitP50), short(added), got, short(ack), short(lag)))
 		})
 }

@@ -43,7 +43,7 @@ func TestReplicatedScenariosOnARealServer(t *testing.T) {
 		case AcksOffName:
 			require.Zero(t, waits, name)
 		}
-		if r.Scenario == replicaUncontended {
+		if r.Scenario == acksUncontend {
 			want := map[string]float64{AcksOnName: 4, AcksOffName: 2}[r.Algorithm]
 			require.InDelta(t, want, r.ClientPerAcq, 0.1, name)
 		}
@@ -67,8 +67,8 @@ func TestAcksTargets(t *testing.T) {
 		free = "acks-uncontended: acks add ≤ 1.1× (1 round trip + the replica's lag)"
 	)
 	hotKeys := func(on, off float64) []Result {
-		return []Result{{Algorithm: AcksOffName, Scenario: replicaHotKey, AcqPerSec: off},
-			{Algorithm: AcksOnName, Scenario: replicaHotKey, AcqPerSec: on}}
+		return []Result{{Algorithm: AcksOffName, Scenario: acksHotKey, AcqPerSec: off},
+			{Algorithm: AcksOnName, Scenario: acksHotKey, AcqPerSec: on}}
 	}
 	for _, tc := range []struct {
 		results      []Result
@@ -89,8 +89,8 @@ func TestAcksTargets(t *testing.T) {
 	uncontended := func(ack time.Duration) []Result {
 		onAck, offAck := ack+100*time.Microsecond, ack-100*time.Microsecond
 		onLag, offLag := onAck/2, offAck/2
-		return []Result{{Algorithm: AcksOffName, Scenario: replicaUncontended, WaitP50: 2500 * time.Microsecond, AckP50: &offAck, LagP50: &offLag},
-			{Algorithm: AcksOnName, Scenario: replicaUncontended, WaitP50: 5 * time.Millisecond, AckP50: &onAck, LagP50: &onLag}}
+		return []Result{{Algorithm: AcksOffName, Scenario: acksUncontend, WaitP50: 2500 * time.Microsecond, AckP50: &offAck, LagP50: &offLag},
+			{Algorithm: AcksOnName, Scenario: acksUncontend, WaitP50: 5 * time.Millisecond, AckP50: &onAck, LagP50: &onLag}}
 	}
 	for _, tc := range []struct {
 		ack          time.Duration

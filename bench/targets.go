@@ -43,20 +43,20 @@ const (
 	uncontendedWall = 1.1  // wall time per Lock+Unlock against redislock's
 	idleGapPerPing  = 1.25 // idle hand-off gap p50 in PING round trips
 	lastReadPerPing = 1.5  // a write's release to the last of 10 reads holding, in PINGs
-	// acksUncontended bounds what acknowledgements add to an uncontended
+	// acksCost bounds what acknowledgements add to an uncontended
 	// Lock, in acknowledged writes' round trips (a PING plus the replica's
 	// lag). The 10% above one is the resolution of the figures, each
 	// timed in a run of its own: on a loaded 2-core machine the SET+WAIT
 	// round trip moved between 2.52 and 2.89 ms (±7%) from run to run at
 	// 500µs, while Lock with acks less without, interleaved in one loop,
 	// was 1.02× the SET+WAIT interleaved with it.
-	acksUncontended = 1.1
+	acksCost = 1.1
 )
 
 // RTTScenarios names the scenarios RTTTargets judges, which a run with a
 // delay runs by default.
 func RTTScenarios() []string {
-	return []string{uncontend, idleHandoff, rwAdmits, semHandoff, replicaUncontended}
+	return []string{uncontend, idleHandoff, rwAdmits, semHandoff, acksUncontend}
 }
 
 // RTTJudged is the delay each way at which the round-trip targets are
