@@ -103,6 +103,15 @@
 //     semaphore's idle hand-off (sem-idle-handoff, three workers asking 1
 //     of 2 permits) times the gap from a release to the grant it makes, as
 //     the lock's idle hand-off does.
+//   - in the replicated scenarios (ReplicaScenarios: acks-uncontended,
+//     acks-hot-key, acks-idle-handoff, the lock's scenarios of those
+//     names on Target.Replicated, a master with one replica), baton with
+//     replica acknowledgements on (1 within rlock.DefaultReplicaAckTimeout,
+//     the default's where the master has a replica) and off, rotated in
+//     each round like every other pair of contestants; before each run,
+//     the round trip of a SET and a WAIT for the replica in one pipeline
+//     (AckP50) and what it adds to a PING (LagP50, the replica's lag), the
+//     medians of 21 each, alternately on the idle master.
 //
 // After the rounds, each algorithm's calls are measured one at a time on a
 // free name, with INFO commandstats read around each: the server time of

@@ -102,13 +102,14 @@ type PermitLocker interface {
 
 // Algorithm names the constructors of one contestant for the tables: New
 // for lock scenarios, NewRW for RW scenarios, NewSemaphore for semaphore
-// scenarios. A Suite runs it on the scenarios of the kinds it has a
-// constructor for.
+// scenarios, NewReplicated for the replicated ones. A Suite runs it on the
+// scenarios of the kinds it has a constructor for.
 type Algorithm struct {
-	Name         string
-	New          func(Env) (Locker, error)
-	NewRW        func(Env) (RWLocker, error)
-	NewSemaphore func(Env) (PermitLocker, error)
+	Name          string
+	New           func(Env) (Locker, error)
+	NewRW         func(Env) (RWLocker, error)
+	NewSemaphore  func(Env) (PermitLocker, error)
+	NewReplicated func(Env) (Locker, error)
 }
 
 // serves reports whether a has a constructor for scenarios of kind k.
@@ -118,6 +119,8 @@ func (a Algorithm) serves(k Kind) bool {
 		return a.NewRW != nil
 	case KindSemaphore:
 		return a.NewSemaphore != nil
+	case KindReplicated:
+		return a.NewReplicated != nil
 	}
 	return a.New != nil
 }

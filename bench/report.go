@@ -58,6 +58,10 @@ var tables = []struct {
 		{"leaked", func(r Result) string { return optional(r.PermitsLeaked, wholeCount) }},
 		{"wakes/grant", func(r Result) string { return optional(r.WakeupsPerGrant, twoDecimals) }},
 	}, func(r Result) bool { return r.Kind == KindSemaphore }},
+	{"replica acknowledgements", []column{
+		{"SET+WAIT p50", func(r Result) string { return optional(r.AckP50, short) }},
+		{"replica lag p50", func(r Result) string { return optional(r.LagP50, short) }},
+	}, func(r Result) bool { return r.Kind == KindReplicated }},
 }
 
 // WriteTable prints the report's results as aligned tables by topic, one
@@ -130,7 +134,8 @@ commands included. CPU: user+system time of the bench process (lock clients and 
 reads/s, read and write (wait): an RW scenario's reads and writes apart. leaked: permits, after a
 holder of 2 is SIGKILLed and its lease (2 s, where permits have one) has passed, that another
 process cannot get. wakes/grant: a semaphore's waiters woken by a message (baton: PUBLISH and
-SPUBLISH calls, one client each) per grant to a waiting call.
+SPUBLISH calls, one client each) per grant to a waiting call. SET+WAIT: a write acknowledged by
+the replica, one pipeline, on the idle master before each run; replica lag: that less a PING.
 -: not measured (no hand-offs, no commandstats; CPU on the embedded server or with -rtt).
 `
 

@@ -46,6 +46,13 @@ type Result struct {
 	PingP50 time.Duration `json:"ping_p50_ns"`
 	// GapPerPing is GapP50 in PING round trips.
 	GapPerPing *float64 `json:"gap_per_ping"`
+	// AckP50 is, in a replicated scenario, the median round trip of a SET
+	// and a WAIT for the replica in one pipeline, timed alternately with
+	// as many PINGs on the idle master before each run (measureAck);
+	// LagP50 is what the replica adds to the PING: AckP50 less the PINGs'
+	// median. n/a elsewhere.
+	AckP50 *time.Duration `json:"ack_p50_ns"`
+	LagP50 *time.Duration `json:"replica_lag_p50_ns"`
 
 	// ClientCommands is what the workers' clients wrote to Redis during the
 	// runs, pub/sub included.
@@ -192,6 +199,8 @@ func combine(rounds []Result) Result {
 	r.GapP50 = medianOf(rounds, func(x Result) *time.Duration { return x.GapP50 })
 	r.GapP99 = medianOf(rounds, func(x Result) *time.Duration { return x.GapP99 })
 	r.GapPerPing = medianOf(rounds, func(x Result) *float64 { return x.GapPerPing })
+	r.AckP50 = medianOf(rounds, func(x Result) *time.Duration { return x.AckP50 })
+	r.LagP50 = medianOf(rounds, func(x Result) *time.Duration { return x.LagP50 })
 	r.ServerPerAcq = medianOf(rounds, func(x Result) *float64 { return x.ServerPerAcq })
 	r.ServerUsecPerAcq = medianOf(rounds, func(x Result) *float64 { return x.ServerUsecPerAcq })
 	r.CPUPerAcq = medianOf(rounds, func(x Result) *time.Duration { return x.CPUPerAcq })

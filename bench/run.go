@@ -97,6 +97,14 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	for i := range names {
 		names[i] = "k" + strconv.Itoa(i)
 	}
+	var ack *ackRoundTrip
+	if sc.Kind == KindReplicated {
+		a, err := measureAck(ctx, admin, prefix+"ack")
+		if err != nil {
+			return Result{}, err
+		}
+		ack = &a
+	}
 	var sent commandCounter
 	var wakes *WakeCounts
 	if sc.Kind == KindSemaphore {
@@ -155,6 +163,10 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 		r.ServerUsecPerAcq = ratio(float64(d.Usec.Total()), float64(r.Acquisitions))
 	}
 	r.WakeupsPerGrant = <-wakesPerGrant
+	if ack != nil {
+		lag := ack.ack - ack.ping
+		r.AckP50, r.LagP50 = &ack.ack, &lag
+	}
 	return r, nil
 }
 

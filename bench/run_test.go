@@ -48,9 +48,7 @@ func TestSuiteOnARealServer(t *testing.T) {
 	require.Empty(t, rep.Meta.Caveat)
 
 	for _, r := range rep.Results {
-		name := r.Algorithm + " on " + r.Scenario
-		require.Zero(t, r.Violations, name)
-		require.Positive(t, r.Acquisitions, name)
+		name := requireRan(t, r)
 		require.Positive(t, r.PingP50, name)
 		require.NotNil(t, r.ServerPerAcq, name)
 		require.NotNil(t, r.ServerUsecPerAcq, name)
@@ -84,6 +82,16 @@ func TestSuiteOnARealServer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// requireRan checks that run r took locks, never two at once, and
+// returns its name for the caller's checks.
+func requireRan(t *testing.T, r Result) string {
+	t.Helper()
+	name := r.Algorithm + " on " + r.Scenario
+	require.Zero(t, r.Violations, name)
+	require.Positive(t, r.Acquisitions, name)
+	return name
 }
 
 // Every algorithm, broken by giving each worker a key prefix of its own so

@@ -29,7 +29,8 @@ type Scenario struct {
 	// meets. The PINGs count as neither client nor server commands.
 	HolderPings bool `json:"holder_pings,omitempty"`
 	// Kind is what the workers take: a lock (the zero Kind), an RW lock's
-	// read or write hold, or a semaphore's permits.
+	// read or write hold, a semaphore's permits, or a lock on a master with
+	// a replica.
 	Kind Kind `json:"kind,omitempty"`
 	// Writes is an RW scenario's share of write holds (0.1 for
 	// reads:writes 9:1); every other acquisition is a read.
@@ -53,6 +54,9 @@ const (
 	KindLock      Kind = ""          // a plain lock: one holder
 	KindRW        Kind = "rw"        // reads share, a write holds alone
 	KindSemaphore Kind = "semaphore" // Permits permits, held by weight
+	// KindReplicated is a plain lock on a master with one replica
+	// (Target.Replicated), taken by ReplicaAlgorithms.
+	KindReplicated Kind = "replicated"
 )
 
 // DefaultDuration is how long each scenario runs for each algorithm in each
@@ -126,10 +130,10 @@ func SemaphoreScenarios(d time.Duration) []Scenario {
 	}
 }
 
-// AllScenarios returns the lock, read-write and semaphore workloads, in
-// that order, each running for d.
+// AllScenarios returns the lock, read-write, semaphore and replicated
+// workloads, in that order, each running for d.
 func AllScenarios(d time.Duration) []Scenario {
-	return slices.Concat(Scenarios(d), RWScenarios(d), SemaphoreScenarios(d))
+	return slices.Concat(Scenarios(d), RWScenarios(d), SemaphoreScenarios(d), ReplicaScenarios(d))
 }
 
 func (s Scenario) validate() error {
@@ -137,7 +141,7 @@ func (s Scenario) validate() error {
 		return fmt.Errorf("bench: scenario %q: need workers ≥ 1, names ≥ 1, duration > 0, hold and think ≥ 0", s.Name)
 	}
 	switch s.Kind {
-	case KindLock:
+	case KindLock, KindReplicated:
 	case KindRW:
 		if s.Writes < 0 || s.Writes > 1 || s.Writers < 0 || s.Writers >= s.Workers {
 			return fmt.Errorf("bench: scenario %q: writes is a share, from 0 to 1, and writers fewer than workers", s.Name)
@@ -234,6 +238,11 @@ type Target struct {
 	// Reset, when set, runs before every run, e.g. FLUSHALL on a server the
 	// benchmark owns. Runs use distinct key prefixes either way.
 	Reset func(ctx context.Context) error
+	// Replicated, when set, is where the replicated scenarios
+	// (KindReplicated) run: a master of its own with one replica, reached
+	// as this target is (through the same delay, and the replica too).
+	// Without it a Suite refuses those scenarios.
+	Replicated *Target
 }
 
 // Suite runs every algorithm on every scenario, one after the other, on
@@ -260,6 +269,11 @@ func (s Suite) Run(ctx context.Context) (Report, error) {
 			return Report{}, err
 		}
 	}
+	replicated, err := s.replicatedAdmin()
+	if err != nil {
+		return Report{}, err
+	}
+	defer closeClient(replicated)
 	rounds := max(s.Rounds, 1)
 	report := Report{Meta: newMeta(ctx, admin, s.Target, s.Scenarios, s.Algorithms, rounds)}
 	runs := map[[2]string][]Result{} // by scenario and algorithm
@@ -270,12 +284,16 @@ func (s Suite) Run(ctx context.Context) (Report, error) {
 				if !algo.serves(sc.Kind) {
 					continue
 				}
-				if s.Target.Reset != nil {
-					if err := s.Target.Reset(ctx); err != nil {
+				t, on := s.Target, admin
+				if sc.Kind == KindReplicated { // replicatedAdmin checked s.Target.Replicated
+					t, on = *s.Target.Replicated, replicated
+				}
+				if t.Reset != nil {
+					if err := t.Reset(ctx); err != nil {
 						return report, fmt.Errorf("bench: reset: %w", err)
 					}
 				}
-				r, err := runOne(ctx, s.Target, admin, algo, sc)
+				r, err := runOne(ctx, t, on, algo, sc)
 				if err != nil {
 					return report, fmt.Errorf("bench: %s on %s: %w", algo.Name, sc.Name, err)
 				}
@@ -309,12 +327,13 @@ func (s Suite) Run(ctx context.Context) (Report, error) {
 }
 
 // measureScripts adds to report the ScriptCost of each algorithm, for each
-// kind of the suite's scenarios it serves.
+// kind of the suite's scenarios it serves but the replicated, whose
+// scripts are baton's own.
 func (s Suite) measureScripts(ctx context.Context, admin redis.UniversalClient, report *Report) error {
 	for _, algo := range s.Algorithms {
 		var kinds []Kind
 		for _, sc := range s.Scenarios {
-			if algo.serves(sc.Kind) && !slices.Contains(kinds, sc.Kind) {
+			if algo.serves(sc.Kind) && sc.Kind != KindReplicated && !slices.Contains(kinds, sc.Kind) {
 				kinds = append(kinds, sc.Kind)
 			}
 		}

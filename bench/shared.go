@@ -45,9 +45,10 @@ func SemaphoreAlgorithms() []Algorithm {
 }
 
 // AllAlgorithms returns the contestants of every kind of scenario: those
-// of Algorithms, RWAlgorithms and SemaphoreAlgorithms, in that order.
+// of Algorithms, RWAlgorithms, SemaphoreAlgorithms and ReplicaAlgorithms,
+// in that order.
 func AllAlgorithms() []Algorithm {
-	return slices.Concat(Algorithms(), RWAlgorithms(), SemaphoreAlgorithms())
+	return slices.Concat(Algorithms(), RWAlgorithms(), SemaphoreAlgorithms(), ReplicaAlgorithms())
 }
 
 // taker is how a worker takes what its scenario asks for, whatever the kind
@@ -80,7 +81,11 @@ func newTaker(algo Algorithm, k Kind, e Env) (taker, error) {
 			return l.Acquire(ctx, name, r.weight)
 		}}, nil
 	}
-	l, err := algo.New(e)
+	newLocker := algo.New
+	if k == KindReplicated {
+		newLocker = algo.NewReplicated
+	}
+	l, err := newLocker(e)
 	if err != nil {
 		return taker{}, err
 	}

@@ -1,6 +1,8 @@
 package rlock
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +35,23 @@ type laggingFailover struct {
 // then is the client's own word that it holds, not a race against it.
 const failoverLease = 90 * time.Second
 
+// replicaLag is how a lockAcrossFailover replica lags behind A's grant.
+type replicaLag int
+
+const (
+	// noLag: the relay forwards the stream as it comes.
+	noLag replicaLag = iota
+	// lostLag: the relay holds the stream from before A's Lock until the
+	// master dies, and loses it then.
+	lostLag
+	// catchUpLag: the relay holds the stream from before A's Lock, and
+	// forwards what it held once the master has a client waiting in WAIT
+	// (an acknowledgement asked for): a replica that lags, but catches up
+	// within the acknowledgement timeout. Without acknowledgements no
+	// client waits, and the relay still holds when the master dies.
+	catchUpLag
+)
+
 // lockAcrossLaggingFailover runs issue 31's hazard against two clients
 // made with opts, each on its own failover client: a Sentinel deployment
 // whose replica lags behind a relay that holds the replication stream;
@@ -43,12 +62,12 @@ const failoverLease = 90 * time.Second
 // left to the caller (the clients close at test end).
 func lockAcrossLaggingFailover(t *testing.T, name string, opts ...Option) laggingFailover {
 	t.Helper()
-	return lockAcrossFailover(t, name, true, opts...)
+	return lockAcrossFailover(t, name, lostLag, opts...)
 }
 
-// lockAcrossFailover is lockAcrossLaggingFailover, with the relay holding
-// A's grant only if lagging: else the replica has what the master had.
-func lockAcrossFailover(t *testing.T, name string, lagging bool, opts ...Option) laggingFailover {
+// lockAcrossFailover is lockAcrossLaggingFailover, with the replica
+// lagging as lag says.
+func lockAcrossFailover(t *testing.T, name string, lag replicaLag, opts ...Option) laggingFailover {
 	t.Helper()
 	ctx := testCtx(t)
 	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
@@ -62,8 +81,12 @@ func lockAcrossFailover(t *testing.T, name string, lagging bool, opts ...Option)
 	a := clientOn()
 	r := laggingFailover{Sentinel: s}
 
-	if lagging {
+	if lag != noLag {
 		s.Relay.Hold()
+	}
+	if lag == catchUpLag {
+		stop := releaseOnWait(ctx, t, s)
+		defer stop()
 	}
 	r.A, r.AErr = a.Lock(ctx, name)
 	killed := time.Now()
@@ -75,6 +98,29 @@ func lockAcrossFailover(t *testing.T, name string, lagging bool, opts ...Option)
 	r.B, r.BErr = clientOn().TryLock(ctx, name)
 	r.TwoHolders = r.AErr == nil && r.BErr == nil && r.A.Context().Err() == nil
 	return r
+}
+
+// releaseOnWait has s's relay forward what it holds once s's master has a
+// client blocked in WAIT, polling INFO until then; stop ends the polling
+// and returns when it has ended.
+func releaseOnWait(ctx context.Context, t *testing.T, s *redistest.Sentinel) (stop func()) {
+	t.Helper()
+	master := s.Master.Admin()
+	t.Cleanup(func() { _ = master.Close() })
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			info, err := master.Info(ctx, "clients").Result()
+			if err == nil && !strings.Contains(info, "blocked_clients:0\r") {
+				s.Relay.Release()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // Issue 31, the hazard shown: without replica acknowledgements a grant is
@@ -106,11 +152,25 @@ func TestFailoverToALaggingReplicaKeepsOneHolderWithAcks(t *testing.T) {
 	require.False(t, r.TwoHolders)
 }
 
-// Issue 31: a grant a healthy replica acknowledged survives the promotion:
-// B, on the promoted replica, is refused while A holds.
+// Issue 31: a grant a replica acknowledged survives the promotion: B, on
+// the promoted replica, is refused while A holds. The replica lags behind
+// A's grant and catches up while A's Lock waits for its acknowledgement;
+// A's Lock returns only then, and the master dies at once.
 func TestFailoverKeepsAnAcknowledgedHold(t *testing.T) {
-	r := lockAcrossFailover(t, "healthy", false)
+	r := lockAcrossFailover(t, "healthy", catchUpLag)
 	require.NoError(t, r.AErr, "A's Lock, acknowledged by the replica")
 	require.ErrorIs(t, r.BErr, ErrNotObtained, "B's TryLock on the promoted replica")
 	require.NoError(t, r.A.Context().Err(), "A still holds")
+}
+
+// The control of TestFailoverKeepsAnAcknowledgedHold: the same sequence
+// without acknowledgements. A's Lock returns once the master has the
+// grant, before the replica caught up; the master dies at once and the
+// promoted replica grants B: two holders. The acknowledgement, not the
+// failover's timing, is what kept A's hold.
+func TestFailoverLosesTheSameHoldWithoutAcks(t *testing.T) {
+	r := lockAcrossFailover(t, "healthy", catchUpLag, WithReplicaAcks(0, 0))
+	require.NoError(t, r.AErr, "A's Lock, on the master")
+	require.NoError(t, r.BErr, "B's TryLock, on the promoted replica")
+	require.True(t, r.TwoHolders, "B was granted while A still held")
 }

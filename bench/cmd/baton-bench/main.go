@@ -129,11 +129,17 @@ func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.
 	if rounds < 1 {
 		return errors.New("-rounds must be at least 1")
 	}
-	target, closeTarget, err := connect(o)
+	replicated := slices.ContainsFunc(scenarios, func(s bench.Scenario) bool { return s.Kind == bench.KindReplicated })
+	target, closeTarget, err := connect(o, replicated)
 	if err != nil {
 		return err
 	}
 	defer closeTarget()
+	if replicated && target.Replicated == nil && !set["scenarios"] {
+		// Only a throwaway master has a replica the bench started: the
+		// default leaves the replicated scenarios out elsewhere.
+		scenarios = slices.DeleteFunc(scenarios, func(s bench.Scenario) bool { return s.Kind == bench.KindReplicated })
+	}
 	if target.Miniredis {
 		fmt.Fprintln(stderr, miniredisReason(o))
 	}

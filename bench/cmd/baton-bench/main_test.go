@@ -180,7 +180,7 @@ func TestMiniredisRunsAreLabelled(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, charts, "written by default, to a folder of the run's own")
 
-	_, _, err = connect(options{miniredis: true, addr: "127.0.0.1:1"})
+	_, _, err = connect(options{miniredis: true, addr: "127.0.0.1:1"}, false)
 	require.ErrorContains(t, err, "at most one")
 	require.ErrorContains(t, run(ctx, options{rounds: 0}, map[string]bool{}, io.Discard, io.Discard), "-rounds")
 }
@@ -232,7 +232,43 @@ func TestRTTRunGoesThroughTheDelayProxy(t *testing.T) {
 	require.NotNil(t, rep.Scripts[0].Acquire.UsecPerScript)
 
 	for _, bad := range []options{{rtt: -time.Millisecond}, {rtt: rtt, miniredis: true}, {rtt: rtt, cluster: "127.0.0.1:1"}} {
-		_, _, err := connect(bad)
+		_, _, err := connect(bad, false)
 		require.ErrorContains(t, err, "-rtt", "%+v", bad)
 	}
+}
+
+// The acks-* scenarios run on a master of their own with a replica the
+// command starts; with -rtt the replica's link crosses the delay proxy,
+// so an acknowledgement's lag is at least a round trip of it. Every
+// server is gone when run returns. Elsewhere they do not run.
+func TestReplicatedRunStartsAMasterWithAReplica(t *testing.T) {
+	redistest.Binary(t) // run starts servers of its own
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const rtt = 2 * time.Millisecond
+	o := quickRun(options{rtt: rtt, out: t.TempDir()})
+	o.algos, o.scenarios = "baton-acks-on,baton-acks-off", "acks-uncontended"
+	require.NoError(t, run(ctx, o, map[string]bool{}, io.Discard, io.Discard))
+	require.Empty(t, redisChildren(t), "the servers are gone")
+
+	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Len(t, rep.Results, 2)
+	for _, r := range rep.Results {
+		require.NotNil(t, r.LagP50, r.Algorithm)
+		require.GreaterOrEqual(t, *r.LagP50, 2*rtt, "the replica is behind the proxy: %s", r.Algorithm)
+	}
+
+	// On a server of the user's, the default leaves them out, and an
+	// explicit list is refused.
+	srv := redistest.Start(t)
+	o = options{addr: srv.Addr, duration: 50 * time.Millisecond, rounds: 1, algos: "poll-1ms,baton-acks-on", out: t.TempDir()}
+	var stdout bytes.Buffer
+	require.NoError(t, run(ctx, o, map[string]bool{}, &stdout, io.Discard))
+	require.Contains(t, stdout.String(), "hot-key")
+	require.NotContains(t, stdout.String(), "acks-")
+	o.scenarios = "acks-hot-key"
+	require.ErrorContains(t, run(ctx, o, map[string]bool{"scenarios": true}, io.Discard, io.Discard), "need a master with a replica")
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -13,8 +15,10 @@ import (
 )
 
 // connect returns the target the flags name, through a delay proxy with
-// -rtt, and how to let it go.
-func connect(o options) (bench.Target, func(), error) {
+// -rtt, and how to let it go. A throwaway redis-server comes with a
+// replicated master of its own (Target.Replicated) when replicated asks
+// for one.
+func connect(o options, replicated bool) (bench.Target, func(), error) {
 	given := 0
 	for _, s := range []string{o.addr, o.url, o.cluster} {
 		if s != "" {
@@ -46,12 +50,33 @@ func connect(o options) (bench.Target, func(), error) {
 		}
 		return bench.Embedded()
 	}
-	srv, err := redisproc.Start(redisproc.Config{})
+	t, stop, err := throwaway(o.rtt, "throwaway redis-server on ", nil)
+	if err != nil || !replicated {
+		return t, stop, err
+	}
+	var replica *redisproc.Server
+	r, stopReplicated, err := throwaway(o.rtt, "throwaway redis-server with a replica on ", func(t bench.Target) (err error) {
+		replica, err = startReplica(serverAddr(t))
+		return err
+	})
+	if err != nil {
+		stop()
+		return t, nil, err
+	}
+	t.Replicated = &r
+	return t, func() { stop(); replica.Stop(); stopReplicated() }, nil
+}
+
+// throwaway starts a redis-server, reached through a delay proxy of rtt
+// each way (delayed), as the target named name and its address, and runs
+// then on it before it returns.
+func throwaway(rtt time.Duration, name string, then func(bench.Target) error) (bench.Target, func(), error) {
+	srv, err := redisproc.Start(redisproc.Config{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	if err != nil {
 		return bench.Target{}, nil, err
 	}
-	t, stop, err := delayed(o.rtt, func(via string) (bench.Target, error) {
-		t := addrTarget("throwaway redis-server on "+srv.Addr, srv.Addr, via)
+	t, stopProxy, err := delayed(rtt, func(via string) (bench.Target, error) {
+		t := addrTarget(name+srv.Addr, srv.Addr, via)
 		t.Reset = func(ctx context.Context) error { return flushAll(ctx, srv.Addr) }
 		return t, nil
 	})
@@ -59,8 +84,49 @@ func connect(o options) (bench.Target, func(), error) {
 		srv.Stop()
 		return t, nil, err
 	}
-	return t, func() { stop(); srv.Stop() }, nil
+	stop := func() { stopProxy(); srv.Stop() }
+	if then != nil {
+		if err := then(t); err != nil {
+			stop()
+			return t, nil, err
+		}
+	}
+	return t, stop, nil
 }
+
+// startReplica starts a redis-server that replicates the master at addr
+// (through the delay proxy, if addr is one: its replication link then
+// crosses the network the clients do), and returns once it has synced.
+func startReplica(addr string) (*redisproc.Server, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	replica, err := redisproc.Start(redisproc.Config{Args: []string{"--replicaof", host, port}})
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), replicaSync)
+	defer cancel()
+	for {
+		info, err := rdb.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return replica, nil
+		}
+		select {
+		case <-ctx.Done():
+			replica.Stop()
+			return nil, fmt.Errorf("the replica of %s did not sync within %v", addr, replicaSync)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// replicaSync bounds how long a new replica of an empty master may take
+// to sync.
+const replicaSync = 10 * time.Second
 
 // delayed makes the target of target(via), where via is the address its
 // clients dial instead of the server's: a delay proxy's of rtt each way,
