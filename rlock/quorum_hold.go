@@ -120,7 +120,9 @@ func (r *quorumLock) renew(ctx context.Context, owner string, id uint64, lease t
 // added are given back. Its errors are givenBack.
 func (r *quorumLock) reenter(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
-		func(ctx context.Context, i int) (reentrant.AcquireResult, error) { return r.nodes[i].acquire(ctx, call) },
+		func(ctx context.Context, i int) (reentrant.AcquireResult, error) {
+			return r.nodes[i].acquire(ctx, call)
+		},
 		func([]nodeReply[reentrant.AcquireResult]) bool { return false },
 		func(late nodeReply[reentrant.AcquireResult]) { r.undoReentry(late, call) })
 	var t tally
