@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/batonlock/baton/reentrant"
@@ -53,11 +54,34 @@ func (r *quorumLock) verdict(t tally) (bool, error) {
 
 // everyNode runs call on every node at once and waits for every answer,
 // bounded by ctx; answers that come after ctx ended are dropped, as a
-// lost reply would be: release, renew and re-entry are named by owner and
-// token, and their callers retry or give back by the same names.
+// lost reply would be: what it sends is named by owner and token, and its
+// callers retry or give back by the same names.
 func everyNode[T any](ctx context.Context, r *quorumLock, call func(ctx context.Context, i int) (T, error)) ([]nodeReply[T], error) {
 	return fanOut(ctx, r.c, r.c.cfg.watchdogLease, r.all(), call,
 		func([]nodeReply[T]) bool { return false }, func(nodeReply[T]) {})
+}
+
+// untilVerdict runs call on every node at once and returns once the
+// answers so far decide the verdict (yes says what a yes is), or ctx
+// ends: a node that is paused or slow delays no call its majority can
+// answer. late gets the answers after that.
+func untilVerdict[T any](ctx context.Context, r *quorumLock, call func(ctx context.Context, i int) (T, error), yes func(T) bool, late func(nodeReply[T])) ([]nodeReply[T], tally, error) {
+	tallyOf := func(got []nodeReply[T]) tally {
+		var t tally
+		for _, rep := range got {
+			t.count(rep.node, yes(rep.val), rep.err)
+		}
+		return t
+	}
+	replies, err := fanOut(ctx, r.c, r.c.cfg.watchdogLease, r.all(), call,
+		func(got []nodeReply[T]) bool { return r.decided(tallyOf(got)) }, late)
+	return replies, tallyOf(replies), err
+}
+
+// decided says whether t decides the verdict, whatever the nodes yet to
+// answer say.
+func (r *quorumLock) decided(t tally) bool {
+	return t.ok >= r.q.majority || t.not+len(t.failed) > len(r.nodes)-r.q.majority
 }
 
 // release gives back one count of owner's hold of token id on every node;
@@ -65,29 +89,10 @@ func everyNode[T any](ctx context.Context, r *quorumLock, call func(ctx context.
 // majority confirmed it; it found the hold not held once too many nodes
 // did for a majority to hold it.
 func (r *quorumLock) release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error) {
-	replies, err := everyNode(ctx, r, func(ctx context.Context, i int) (reentrant.ReleaseResult, error) {
-		return r.nodes[i].release(ctx, owner, id, requestID)
-	})
-	if err != nil {
-		return reentrant.ReleaseResult{}, err
-	}
-	var t tally
-	res := reentrant.ReleaseResult{Status: reentrant.NotHeld}
-	for _, rep := range replies {
-		held := rep.val.Status != reentrant.NotHeld
-		t.count(rep.node, held, rep.err)
-		if rep.err == nil && held {
-			res = reentrant.ReleaseResult{Status: rep.val.Status, Remaining: max(res.Remaining, rep.val.Remaining)}
-		}
-	}
-	held, err := r.verdict(t)
-	switch {
-	case err != nil:
-		return reentrant.ReleaseResult{}, err
-	case !held:
-		return reentrant.ReleaseResult{Status: reentrant.NotHeld}, nil
-	}
-	for i := range t.failed {
+	// A node's release that failed, or answered after the verdict, is
+	// resent under the same request ID until it is answered: the hold
+	// there would otherwise stay until its lease ran out.
+	resend := func(i int) {
 		r.c.background.run(r.c.cfg.watchdogLease, func(ctx context.Context) {
 			_ = untilAnswered(ctx, func(ctx context.Context) error {
 				_, err := r.nodes[i].release(ctx, owner, id, requestID)
@@ -95,21 +100,44 @@ func (r *quorumLock) release(ctx context.Context, owner string, id uint64, reque
 			})
 		})
 	}
+	held := func(res reentrant.ReleaseResult) bool { return res.Status != reentrant.NotHeld }
+	replies, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (reentrant.ReleaseResult, error) {
+		return r.nodes[i].release(ctx, owner, id, requestID)
+	}, held, func(late nodeReply[reentrant.ReleaseResult]) {
+		if late.err != nil {
+			resend(late.node)
+		}
+	})
+	if err != nil {
+		return reentrant.ReleaseResult{}, err
+	}
+	res := reentrant.ReleaseResult{Status: reentrant.NotHeld}
+	for _, rep := range replies {
+		if rep.err == nil && held(rep.val) {
+			res = reentrant.ReleaseResult{Status: rep.val.Status, Remaining: max(res.Remaining, rep.val.Remaining)}
+		}
+	}
+	ok, err := r.verdict(t)
+	switch {
+	case err != nil:
+		return reentrant.ReleaseResult{}, err
+	case !ok:
+		return reentrant.ReleaseResult{Status: reentrant.NotHeld}, nil
+	}
+	for i := range t.failed {
+		resend(i)
+	}
 	return res, nil
 }
 
 // renew renews owner's hold of token id on every node, and reports it held
 // once a majority renewed it (see verdict).
 func (r *quorumLock) renew(ctx context.Context, owner string, id uint64, lease time.Duration) (bool, error) {
-	replies, err := everyNode(ctx, r, func(ctx context.Context, i int) (bool, error) {
+	_, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (bool, error) {
 		return r.nodes[i].renew(ctx, owner, id, lease)
-	})
+	}, func(ok bool) bool { return ok }, func(nodeReply[bool]) {})
 	if err != nil {
 		return false, err
-	}
-	var t tally
-	for _, rep := range replies {
-		t.count(rep.node, rep.val, rep.err)
 	}
 	return r.verdict(t)
 }
@@ -189,39 +217,41 @@ func (r *quorumLock) leave(ctx context.Context, _ reentrant.Waiter, owner string
 }
 
 // renewQuorum is the watchdog's batch in quorum mode: one renewal pipeline
-// per node (the holds grouped by slot, as on one), all at once. A hold is
-// renewed once a majority renewed it; lost (watchdog.ErrNotHeld) once too
-// many nodes found it not held for a majority to hold it.
+// per node (the holds grouped by slot, as on one), all at once, until
+// every hold has its verdict. A hold is renewed once a majority renewed
+// it; lost (watchdog.ErrNotHeld) once too many nodes found it not held
+// for a majority to hold it.
 func (c *Client) renewQuorum(ctx context.Context, batch []*hold, lease time.Duration) []error {
-	n := len(c.quorum.nodes)
-	perNode := make([][]error, n)
-	replies, err := fanOut(ctx, c, lease, batch[0].res.(*quorumLock).all(),
+	r := batch[0].res.(*quorumLock)
+	tallies := func(got []nodeReply[[]error]) []tally {
+		ts := make([]tally, len(batch))
+		for _, rep := range got {
+			for k := range batch {
+				switch err := errors.Join(rep.err, rep.val[k]); {
+				case errors.Is(err, watchdog.ErrNotHeld):
+					ts[k].count(rep.node, false, nil)
+				default:
+					ts[k].count(rep.node, err == nil, err)
+				}
+			}
+		}
+		return ts
+	}
+	replies, err := fanOut(ctx, c, lease, r.all(),
 		func(ctx context.Context, i int) ([]error, error) {
 			return c.quorum.nodes[i].renewHolds(ctx, batch, lease, func(h *hold) batonResource { return h.res.(*quorumLock).nodes[i] }), nil
 		},
-		func([]nodeReply[[]error]) bool { return false }, func(nodeReply[[]error]) {})
-	for _, rep := range replies {
-		perNode[rep.node] = rep.val
-	}
+		func(got []nodeReply[[]error]) bool {
+			return !slices.ContainsFunc(tallies(got), func(t tally) bool { return !r.decided(t) })
+		}, func(nodeReply[[]error]) {})
 	errs := make([]error, len(batch))
-	for k, h := range batch {
-		var t tally
-		for i := range n {
-			switch {
-			case perNode[i] == nil:
-				t.count(i, false, errors.Join(err, fmt.Errorf("no answer")))
-			case errors.Is(perNode[i][k], watchdog.ErrNotHeld):
-				t.count(i, false, nil)
-			default:
-				t.count(i, perNode[i][k] == nil, perNode[i][k])
-			}
-		}
-		held, verr := h.res.(*quorumLock).verdict(t)
+	for k, t := range tallies(replies) {
+		held, verr := batch[k].res.(*quorumLock).verdict(t)
 		switch {
 		case verr != nil:
-			errs[k] = verr
+			errs[k] = errors.Join(verr, err)
 		case !held:
-			errs[k] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, h.res.name())
+			errs[k] = fmt.Errorf("%w: renew %q", watchdog.ErrNotHeld, batch[k].res.name())
 		}
 	}
 	return errs

@@ -144,15 +144,13 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		}
 	}
 	if err != nil {
-		r.giveUp(call, granted)
-		return reentrant.AcquireResult{}, givenBack{err}
+		return reentrant.AcquireResult{}, r.fail(call, granted, err)
 	}
 	if len(granted) >= r.q.majority {
 		return r.commit(ctx, call, start, granted, count)
 	}
 	if len(r.nodes)-len(failed) < r.q.majority {
-		r.giveUp(call, granted)
-		return reentrant.AcquireResult{}, givenBack{r.q.unreachable(r.name(), failed)}
+		return reentrant.AcquireResult{}, r.fail(call, granted, r.q.unreachable(r.name(), failed))
 	}
 	r.keepPrefix(call, granted, failed)
 	return reentrant.AcquireResult{HolderTTL: max(ttl, 0)}, nil
@@ -237,16 +235,17 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 	r.mu.Unlock()
 	made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
 	if !made {
-		r.giveUp(call, granted)
 		for _, rep := range replies {
 			r.giveBackOn(rep.node, call, granted[rep.node], T)
+			delete(granted, rep.node)
 		}
 		switch {
 		case err != nil:
-			return reentrant.AcquireResult{}, givenBack{err}
+			return reentrant.AcquireResult{}, r.fail(call, granted, err)
 		case len(failed) > len(r.nodes)-r.q.majority:
-			return reentrant.AcquireResult{}, givenBack{r.q.unreachable(r.name(), failed)}
+			return reentrant.AcquireResult{}, r.fail(call, granted, r.q.unreachable(r.name(), failed))
 		}
+		r.giveUp(call, granted)
 		return reentrant.AcquireResult{}, nil
 	}
 	for _, rep := range replies {
@@ -267,6 +266,15 @@ func countTrue(got []nodeReply[bool]) int {
 		}
 	}
 	return n
+}
+
+// fail ends a call whose look failed with err: it gives back every grant
+// (giveUp) and leaves every node's queue, both in the background, and
+// returns err as givenBack.
+func (r *quorumLock) fail(call acquireCall, granted map[int]uint64, err error) error {
+	r.giveUp(call, granted)
+	r.leaveOthers(call, nil)
+	return givenBack{err}
 }
 
 // giveUp gives back every grant of a look that takes nothing, and the
