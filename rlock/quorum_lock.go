@@ -235,17 +235,16 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 	r.mu.Unlock()
 	made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
 	if !made {
+		// Those that answered are given back here, the rest when they do.
 		for _, rep := range replies {
 			r.giveBackOn(rep.node, call, granted[rep.node], T)
-			delete(granted, rep.node)
 		}
 		switch {
 		case err != nil:
-			return reentrant.AcquireResult{}, r.fail(call, granted, err)
+			return reentrant.AcquireResult{}, r.fail(call, nil, err)
 		case len(failed) > len(r.nodes)-r.q.majority:
-			return reentrant.AcquireResult{}, r.fail(call, granted, r.q.unreachable(r.name(), failed))
+			return reentrant.AcquireResult{}, r.fail(call, nil, r.q.unreachable(r.name(), failed))
 		}
-		r.giveUp(call, granted)
 		return reentrant.AcquireResult{}, nil
 	}
 	for _, rep := range replies {
