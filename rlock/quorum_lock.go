@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonlock/baton/reentrant"
@@ -29,6 +30,10 @@ type quorumLock struct {
 	// token): the first nodes in order that grant it, up to the first
 	// that answers and does not (see acquire).
 	kept map[int]uint64
+
+	// releasing is set once a release of the hold is sent: a node that
+	// joins the hold after that gives itself back (see joinLate).
+	releasing atomic.Bool
 }
 
 // lock is the quorum lock called name, or says why it cannot be
@@ -313,9 +318,10 @@ func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall, out *
 // release name every node. So a hold is on every node that granted it,
 // not only on the majority that answered first, and outlives the loss of
 // any minority. The node is given back instead where the look made no
-// hold, or whose token is above the hold's, or where the hold has ended or
-// begun to unlock since (its release may have reached the node before the
-// raise, and found nothing).
+// hold, or whose token is above the hold's, or once a release of the hold
+// has been sent (it may have reached the node before the raise, and found
+// nothing there): a count given back twice on a node is refused there the
+// second time (the release names the hold by its token).
 func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, out *outcome) {
 	r.c.background.run(call.lease, func(ctx context.Context) {
 		select {
@@ -335,18 +341,12 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, out *outcome
 			held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, out.token, call.lease)
 			return err
 		})
-		if err == nil && held && !r.holdLive(call.owner, out.token) {
+		// Read after the raise's reply: a release sent after this read
+		// reaches the node after the raise, and finds the hold.
+		if err == nil && held && r.releasing.Load() {
 			releaseRetrying(ctx, p, call.owner, out.token)
 		}
 	})
-}
-
-// holdLive reports whether the client's hold of owner with token is live:
-// none of its handles has begun to unlock, so its release is yet to be
-// sent.
-func (r *quorumLock) holdLive(owner string, token uint64) bool {
-	h := r.c.table.get(holdKey{r.id(), owner})
-	return h != nil && h.id == token && h.endCause() == nil && !h.handles.givenUp()
 }
 
 // undoOn undoes round 1 on node i after its reply was lost, as
