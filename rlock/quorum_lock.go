@@ -136,7 +136,8 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		func(got []nodeReply[nodeTake]) bool { return countGranted(got) >= r.q.majority },
 		func(late nodeReply[nodeTake]) { r.settleLate(late, call, out) })
 	granted, failed := map[int]uint64{}, map[int]error{}
-	ttl, count := time.Duration(-1), int64(1)
+	var ttls []time.Duration
+	count := int64(1)
 	for _, rep := range replies {
 		switch {
 		case rep.err != nil:
@@ -145,8 +146,8 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		case rep.val.granted:
 			granted[rep.node] = rep.val.token
 			count = max(count, rep.val.count)
-		case ttl < 0 || rep.val.ttl < ttl:
-			ttl = rep.val.ttl
+		default:
+			ttls = append(ttls, rep.val.ttl)
 		}
 	}
 	if err != nil {
@@ -159,7 +160,20 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		return reentrant.AcquireResult{}, r.fail(call, granted, r.q.unreachable(r.name(), failed))
 	}
 	r.keepPrefix(call, granted, failed)
-	return reentrant.AcquireResult{HolderTTL: max(ttl, 0)}, nil
+	return reentrant.AcquireResult{HolderTTL: soonest(ttls)}, nil
+}
+
+// soonest is when a look should next be due, from the holders' remaining
+// leases on the nodes that refused: the soonest to run out, or negative
+// (no expiry: see untilExpiry) when none will.
+func soonest(ttls []time.Duration) time.Duration {
+	soon := time.Duration(-1)
+	for _, t := range ttls {
+		if t >= 0 && (soon < 0 || t < soon) {
+			soon = t
+		}
+	}
+	return soon
 }
 
 // countGranted counts the grants among got.
