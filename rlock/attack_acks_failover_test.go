@@ -1,0 +1,152 @@
+package rlock_test
+
+// Attacks on replica acknowledgements and the check after a reconnect from
+// the outside, issue 31: failovers to a lagging replica (Sentinel, the
+// replication stream held by a relay, the master SIGKILLed). Helpers in
+// attack_acks_test.go and attack_helpers_test.go.
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/rlock"
+)
+
+// atkSentinelClient is a Client on its own failover client of s.
+func atkSentinelClient(t *testing.T, s *redistest.Sentinel, opts ...rlock.Option) *rlock.Client {
+	t.Helper()
+	c, err := rlock.New(s.FailoverClient(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// atkLoseTheMaster SIGKILLs s's master, drops what the relay held for the
+// replica and has the sentinel promote it; it returns when the promoted
+// replica has taken the master role.
+func atkLoseTheMaster(s *redistest.Sentinel) {
+	s.Master.Stop()
+	s.Relay.Drop()
+	s.Failover()
+}
+
+// atkEnded reports when ctx ends, on a channel.
+func atkEnded(ctx context.Context) <-chan time.Time {
+	at := make(chan time.Time, 1)
+	go func() { <-ctx.Done(); at <- time.Now() }()
+	return at
+}
+
+// "Checking after a reconnect ... a failover to a replica that lacked the
+// holds ... A hold Redis no longer has is cut off with ErrLockLost, about
+// one round trip after the reconnect (plus ... at most notify's 1 s)", for
+// "every hold": a plain hold, one WithLease, an RW write and read, permits.
+// A (acknowledgements off, so that its grants can be lost; it has waited
+// once, so its grant line is subscribed) takes them all while the relay
+// holds the stream; the master dies and the replica, without them, is
+// promoted. B then takes each. Every one of A's Contexts must end with
+// ErrLockLost within restartWindow of B's grant, not at A's next renewal
+// (a third of the 30 s lease) or its lease's end.
+func TestAttackAcksFailoverChecksEveryHold(t *testing.T) {
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	off := rlock.WithReplicaAcks(0, 0)
+	a, b := atkSentinelClient(t, s, off), atkSentinelClient(t, s, off)
+	waitOnce(t, ctx, a, b, "once")
+	kinds := []string{"lock", "lock WithLease", "write", "read", "sem"}
+	names := map[string]string{"lock": "plain", "lock WithLease": "fixed", "write": "w", "read": "r", "sem": "sem"}
+	lost := map[string]<-chan time.Time{}
+	held := map[string]context.Context{}
+	s.Relay.Hold()
+	for _, k := range kinds {
+		hctx, _, err := atkHold(a, ctx, k, names[k])
+		if err != nil {
+			t.Fatalf("A's %s: %v", k, err)
+		}
+		held[k], lost[k] = hctx, atkEnded(hctx)
+	}
+	atkLoseTheMaster(s)
+	promoted := time.Now()
+	granted := map[string]time.Time{}
+	for _, k := range kinds {
+		bk := k
+		if k == "read" {
+			bk = "write" // a write excludes A's read
+		}
+		if _, _, err := atkHold(b, ctx, bk, names[k], rlock.WaitAtMost(5*time.Second)); err != nil {
+			t.Fatalf("B's %s on the promoted replica: %v", k, err)
+		}
+		granted[k] = time.Now()
+	}
+	for _, k := range kinds {
+		select {
+		case at := <-lost[k]:
+			if !errors.Is(context.Cause(held[k]), rlock.ErrLockLost) {
+				t.Errorf("%s: A's Context ended with %v, want ErrLockLost", k, context.Cause(held[k]))
+			}
+			gap := at.Sub(granted[k])
+			t.Logf("%s: B granted %v after the promotion; A told %v after that", k, granted[k].Sub(promoted), gap)
+			if gap > restartWindow {
+				t.Errorf("%s: two holders for %v: A's Context ended %v after B's grant", k, gap, gap)
+			}
+		case <-time.After(time.Until(granted[k].Add(10 * time.Second))):
+			t.Errorf("%s: two holders: A's Context still alive 10 s after B's grant", k)
+		}
+	}
+}
+
+// "A grant not acknowledged is given back before Lock returns
+// ErrNotReplicated", at the hand-off: A (acknowledged) releases to B while
+// the relay holds the stream, and the master dies during B's
+// acknowledgement wait. The promoted replica has A's hold (its release was
+// lost: "a stall of at most one lease") and B queued. B must not come back
+// with a live handle of a grant the promoted replica lacks: once A's lease
+// has run out there, a bystander C takes the lock, and B's handle, if any,
+// must have ended by then. Nor may the lock stall past A's lease.
+func TestAttackAcksFailoverDuringHandOffAck(t *testing.T) {
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	const lease = 3 * time.Second
+	a := atkSentinelClient(t, s, rlock.WithWatchdogLease(lease))
+	b := atkSentinelClient(t, s, rlock.WithWatchdogLease(lease), rlock.WithReplicaAcks(1, 2*time.Second))
+	c := atkSentinelClient(t, s, rlock.WithReplicaAcks(0, 0))
+	const name = "handoff"
+	l, err := a.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := atkTakeInBackground(ctx, b, "lock", name)
+	atkWaitLen(t, s.Master.Admin(), atkQueue("lock", name), 1)
+	s.Relay.Hold()
+	released := time.Now()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // B is in its acknowledgement wait
+	atkLoseTheMaster(s)
+	r := atkAwaitTaken(t, got, "B's Lock")
+	t.Logf("B's Lock returned %v after A's release: %v", r.at.Sub(released), r.err)
+	var bEnded <-chan time.Time
+	if r.err == nil {
+		defer r.end()
+		bEnded = atkEnded(r.held)
+	}
+	cl, err := c.TryLock(ctx, name, rlock.WaitAtMost(2*lease))
+	if err != nil {
+		t.Fatalf("C kept out more than a lease after the failover: %v", err)
+	}
+	defer cl.Unlock(ctx)
+	t.Logf("C took the lock %v after A's release", time.Since(released))
+	if r.err == nil && r.held.Err() == nil {
+		select {
+		case <-bEnded:
+		default:
+			t.Fatal("two holders: B's handle is alive while C holds the lock")
+		}
+	}
+}
