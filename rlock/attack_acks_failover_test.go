@@ -150,3 +150,122 @@ func TestAttackAcksFailoverDuringHandOffAck(t *testing.T) {
 		}
 	}
 }
+
+// "After the script, one pipeline on the same master writes ... and sends
+// WAIT": an acknowledgement counts for the master that has the grant. A
+// failover the sentinel is asked for (SENTINEL FAILOVER, the old master
+// alive) while a grant waits for its acknowledgement: the relay holds the
+// grant back, so the promoted replica lacks it, and the old master, made a
+// replica of the new one, resyncs without it. Whatever the call does with
+// the failed WAIT, it must not come back with a live handle unless the new
+// master has the hold: an acknowledgement from the new master's replica
+// covers none of the old master's writes. For a free acquire and a
+// hand-off.
+func TestAttackAcksRequestedFailoverDuringTheAckWait(t *testing.T) {
+	for _, handOff := range []bool{false, true} {
+		t.Run(map[bool]string{false: "free acquire", true: "hand-off"}[handOff], func(t *testing.T) {
+			atkRequestedFailoverDuringAck(t, handOff)
+		})
+	}
+}
+
+func atkRequestedFailoverDuringAck(t *testing.T, handOff bool) {
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	const name = "requested"
+	h := atkSentinelClient(t, s)
+	w := atkSentinelClient(t, s, rlock.WithReplicaAcks(1, 2*time.Second))
+	var release func() error
+	if handOff {
+		l, err := h.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release = func() error { return l.Unlock(ctx) }
+	}
+	got := make(chan atkTaken, 1)
+	go func() {
+		l, err := w.Lock(ctx, name)
+		r := atkTaken{err: err, at: time.Now()}
+		if l != nil {
+			r.held, r.end = l.Context(), func() error { return l.Unlock(ctx) }
+			r.owner = l.Owner()
+		}
+		got <- r
+	}()
+	if handOff {
+		atkWaitLen(t, s.Master.Admin(), atkQueue("lock", name), 1)
+		s.Relay.Hold()
+		if err := release(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		s.Relay.Hold()
+	}
+	time.Sleep(200 * time.Millisecond) // W is in its acknowledgement wait
+	s.Failover()
+	s.Relay.Drop()
+	r := atkAwaitTaken(t, got, "W's Lock")
+	t.Logf("W's Lock: %v", r.err)
+	if r.err != nil {
+		return
+	}
+	defer r.end()
+	holders := s.Master.Admin().HGetAll(ctx, atkResourceKey("lock", name)).Val()
+	t.Logf("the new master's hold: %v", holders)
+	if r.held.Err() == nil && holders[r.owner] == "" {
+		t.Fatalf("W holds a live handle of a grant the new master lacks (holders %v)", holders)
+	}
+}
+
+// "A release needs none: one lost in a failover costs a stall of at most
+// one lease." A holds as owner X and unlocks while the relay holds the
+// stream; the master dies, and the promoted replica still has X's count.
+// X goes on taking the lock now and then (a job re-run under its own ID,
+// as WithOwner is for); each time, Redis finds X holding and re-enters
+// the stale count, raising its lease, and the Unlock leaves the stale
+// count. B, queued since the failover, must still get the lock within
+// about a lease, not be kept out for as long as X keeps coming back.
+func TestAttackAcksLostReleaseOfASharedOwner(t *testing.T) {
+	t.Skip("finding 2: a count whose release a failover lost is re-entered by its WithOwner owner's next call and never released; other owners wait as long as it recurs; fails on 375a1c8")
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	// The lease outlasts the failover (about 1.5 s; the harness allows
+	// 10 s only on a machine far more loaded), so the promoted replica
+	// still has X's count when X comes back.
+	const lease = 6 * time.Second
+	a := atkSentinelClient(t, s, rlock.WithWatchdogLease(lease))
+	b := atkSentinelClient(t, s, rlock.WithWatchdogLease(lease))
+	const name = "lostrelease"
+	octx := rlock.WithOwner(ctx, "X")
+	l, err := a.Lock(octx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Relay.Hold()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	atkLoseTheMaster(s)
+	promoted := time.Now()
+	got := atkTakeInBackground(ctx, b, "lock", name)
+	bound := promoted.Add(2*lease + atkWakeBound)
+	for time.Now().Before(bound) {
+		if x, err := a.TryLock(octx, name); err == nil {
+			_ = x.Unlock(ctx)
+		}
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatalf("B: %v", r.err)
+			}
+			t.Logf("B got the lock %v after the promotion", r.at.Sub(promoted))
+			_ = r.end()
+			return
+		case <-time.After(lease / 4):
+		}
+	}
+	st, _ := b.Inspect(ctx, name)
+	t.Fatalf("B kept out %v after the promotion, while X re-enters its lost count now and then (holders %v, TTL %v)",
+		time.Since(promoted), st.Holders, st.TTL)
+}

@@ -180,3 +180,53 @@ func atkNoImmortalKeys(t *testing.T, ctx context.Context, rdb *redis.Client) {
 		}
 	}
 }
+
+// A reconnect of the grant line racing a hand-off grant that must be
+// acknowledged: W (acked) waits behind H; W's pub/sub connection is killed
+// (CLIENT KILL TYPE pubsub) at about the moment H unlocks, so the grant is
+// published to nobody, or reaches W just before its connection drops, or
+// W's resync look finds it. "After every resubscribe, each waiter looks
+// again ... The lock is recovered within the reconnect time, never a
+// lease", and the reconnect's check of W's holds must not cut off the
+// grant W is taking. Each round W must hold within atkWakeBound, alone.
+func TestAttackAcksReconnectRacesAGrant(t *testing.T) {
+	ctx := atkCtx(t)
+	srv, _ := atkReplicated(t)
+	rdb := srv.Admin()
+	h, w, c := atkUnacked(t, srv), atkAcked(t, srv), atkUnacked(t, srv)
+	const name = "racing"
+	const rounds = 12
+	for round := range rounds {
+		l, err := h.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := atkTakeInBackground(ctx, w, "lock", name)
+		atkWaitLen(t, rdb, atkQueue("lock", name), 1)
+		offset := time.Duration(round%6) * 200 * time.Microsecond
+		go func() {
+			time.Sleep(offset)
+			rdb.ClientKillByFilter(ctx, "TYPE", "pubsub")
+		}()
+		released := time.Now()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatalf("round %d: W failed: %v", round, r.err)
+			}
+			if bl, err := c.TryLock(ctx, name); err == nil {
+				_ = bl.Unlock(ctx)
+				t.Fatalf("round %d: two holders: a bystander got in beside W (alive: %v)", round, r.held.Err() == nil)
+			}
+			if err := r.end(); err != nil {
+				t.Fatalf("round %d: W's Unlock: %v", round, err)
+			}
+		case <-time.After(atkWakeBound):
+			t.Fatalf("round %d: lost wake-up: W waits %v after the release (offset %v)", round, atkWakeBound, offset)
+		}
+		t.Logf("round %d: W held %v after the release", round, time.Since(released))
+	}
+}

@@ -24,10 +24,11 @@ const atkWakeBound = 3 * time.Second
 
 // atkTaken is what a background take of a resource returned.
 type atkTaken struct {
-	held context.Context
-	end  func() error
-	err  error
-	at   time.Time
+	held  context.Context
+	end   func() error
+	err   error
+	at    time.Time
+	owner string // the handle's, where it says
 }
 
 // atkTakeInBackground takes the resource of kind (as atkHold) named name
@@ -36,7 +37,7 @@ func atkTakeInBackground(ctx context.Context, c *rlock.Client, kind, name string
 	got := make(chan atkTaken, 1)
 	go func() {
 		held, end, err := atkHold(c, ctx, kind, name)
-		got <- atkTaken{held, end, err, time.Now()}
+		got <- atkTaken{held: held, end: end, err: err, at: time.Now()}
 	}()
 	return got
 }
@@ -193,7 +194,7 @@ func atkHandOffBehind(t *testing.T, hold string, waiters []string, behind string
 		c := atkAcked(t, srv)
 		go func() {
 			held, end, err := atkSemHold(c, wctx, w, name)
-			ch <- atkTaken{held, end, err, time.Now()}
+			ch <- atkTaken{held: held, end: end, err: err, at: time.Now()}
 		}()
 		got = append(got, ch)
 		atkWaitLen(t, rdb, key+":queue", int64(i+1))
@@ -202,7 +203,7 @@ func atkHandOffBehind(t *testing.T, hold string, waiters []string, behind string
 	b := atkUnacked(t, srv)
 	go func() {
 		held, end, err := atkSemHold(b, ctx, behind, name)
-		after <- atkTaken{held, end, err, time.Now()}
+		after <- atkTaken{held: held, end: end, err: err, at: time.Now()}
 	}()
 	atkWaitLen(t, rdb, key+":queue", int64(len(waiters)+1))
 
