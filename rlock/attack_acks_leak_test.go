@@ -6,6 +6,7 @@ package rlock_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,5 +106,46 @@ func TestAttackAcksCloseLeavesNothing(t *testing.T) {
 		t.Errorf("after Close the permit is still held: %v", err)
 	} else {
 		_ = p.Release(ctx)
+	}
+}
+
+// "Acquired: a Lock or TryLock call returned a lock", and WaitEnded's
+// outcome is WaitAcquired only "when acquired". A free acquire and a
+// hand-off grant that no replica acknowledges return no lock: the
+// observer must hear of no acquisition, and the hand-off's wait must not
+// end as acquired.
+func TestAttackAcksObserverHearsNoUnacknowledgedGrant(t *testing.T) {
+	ctx := atkCtx(t)
+	srv, replica := atkReplicated(t)
+	var mu sync.Mutex
+	var acquired []rlock.Acquire
+	var ended []rlock.WaitEnd
+	a := atkAcked(t, srv, rlock.WithObserver(rlock.Observer{
+		Acquired:  func(e rlock.Acquire) { mu.Lock(); acquired = append(acquired, e); mu.Unlock() },
+		WaitEnded: func(e rlock.WaitEnd) { mu.Lock(); ended = append(ended, e); mu.Unlock() },
+	}))
+	h := atkUnacked(t, srv)
+	l, err := h.Lock(ctx, "handed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := atkTakeInBackground(ctx, a, "lock", "handed")
+	atkWaitLen(t, srv.Admin(), atkQueue("lock", "handed"), 1)
+	atkPause(t, replica)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	atkRequireNotReplicated(t, "the hand-off", atkAwaitTaken(t, got, "the hand-off").err)
+	_, err = a.Lock(ctx, "free")
+	atkRequireNotReplicated(t, "the free acquire", err)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(acquired) > 0 {
+		t.Errorf("the observer heard of %d acquisitions that returned no lock: %+v", len(acquired), acquired)
+	}
+	for _, e := range ended {
+		if e.Outcome == rlock.WaitAcquired {
+			t.Errorf("a wait that returned no lock ended as acquired: %+v", e)
+		}
 	}
 }
