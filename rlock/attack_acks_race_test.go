@@ -230,3 +230,54 @@ func TestAttackAcksReconnectRacesAGrant(t *testing.T) {
 		t.Logf("round %d: W held %v after the release", round, time.Since(released))
 	}
 }
+
+// "Re-entry takes turns": a re-entry through a handle's Context "is
+// granted at once when no other re-entry through the same handle is still
+// held; otherwise it waits ... until that one unlocks". G1 re-enters
+// through l's Context and waits for an acknowledgement that never comes
+// (its re-entry is given back); G2, forked from the same Context, waits
+// for G1's turn. G1's re-entry is not held once it has failed: G2 must go
+// on at once, not wait for a turn nobody will give back.
+func TestAttackAcksFailedReentryGivesTheTurnBack(t *testing.T) {
+	ctx := atkCtx(t)
+	srv, replica := atkReplicated(t)
+	a := atkAcked(t, srv)
+	const name = "turns"
+	l, err := a.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	resume := atkPause(t, replica)
+	g1 := make(chan atkTaken, 1)
+	go func() {
+		l1, err := a.Lock(l.Context(), name)
+		if l1 != nil {
+			_ = l1.Unlock(ctx)
+		}
+		g1 <- atkTaken{err: err, at: time.Now()}
+	}()
+	time.Sleep(100 * time.Millisecond) // G1 holds the turn, waiting for its acknowledgement
+	g2 := make(chan atkTaken, 1)
+	go func() {
+		l2, err := a.Lock(l.Context(), name)
+		r := atkTaken{err: err, at: time.Now()}
+		if l2 != nil {
+			r.end = func() error { return l2.Unlock(ctx) }
+		}
+		g2 <- r
+	}()
+	r1 := atkAwaitTaken(t, g1, "G1's re-entry")
+	atkRequireNotReplicated(t, "G1's re-entry", r1.err)
+	resume()
+	select {
+	case r2 := <-g2:
+		if r2.err != nil {
+			t.Fatalf("G2's re-entry: %v", r2.err)
+		}
+		t.Logf("G2 re-entered %v after G1's failure", r2.at.Sub(r1.at))
+		_ = r2.end()
+	case <-time.After(atkWakeBound):
+		t.Fatalf("lost wake-up: G2 still waits for the turn %v after G1's re-entry failed", atkWakeBound)
+	}
+}
