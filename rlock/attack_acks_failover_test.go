@@ -184,16 +184,7 @@ func atkRequestedFailoverDuringAck(t *testing.T, handOff bool) {
 		}
 		release = func() error { return l.Unlock(ctx) }
 	}
-	got := make(chan atkTaken, 1)
-	go func() {
-		l, err := w.Lock(ctx, name)
-		r := atkTaken{err: err, at: time.Now()}
-		if l != nil {
-			r.held, r.end = l.Context(), func() error { return l.Unlock(ctx) }
-			r.owner = l.Owner()
-		}
-		got <- r
-	}()
+	got := atkGo(ctx, func() (*rlock.Lock, error) { return w.Lock(ctx, name) })
 	if handOff {
 		atkWaitLen(t, s.Master.Admin(), atkQueue("lock", name), 1)
 		s.Relay.Hold()

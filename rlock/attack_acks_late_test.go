@@ -58,15 +58,7 @@ func atkLateAckPastLease(t *testing.T, handOff bool) {
 	if !handOff {
 		relay.Hold() // before the acquire: its grant is held
 	}
-	got := make(chan atkTaken, 1)
-	go func() {
-		l, err := a.Lock(ctx, name, rlock.WithLease(atkLateLease))
-		r := atkTaken{err: err, at: time.Now()}
-		if l != nil {
-			r.held, r.end = l.Context(), func() error { return l.Unlock(ctx) }
-		}
-		got <- r
-	}()
+	got := atkGo(ctx, func() (*rlock.Lock, error) { return a.Lock(ctx, name, rlock.WithLease(atkLateLease)) })
 	start := time.Now()
 	if handOff {
 		atkWaitLen(t, rdb, "baton:{"+name+"}:queue", 1)

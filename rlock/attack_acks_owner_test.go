@@ -44,27 +44,12 @@ func atkSharedOwnerGiveBack(t *testing.T, k atkLockKind, d string) {
 		t.Fatal(err)
 	}
 	octx := rlock.WithOwner(ctx, "X")
-	w1 := make(chan atkTaken, 1)
-	go func() {
-		l, err := k.take(w, octx)
-		r := atkTaken{err: err, at: time.Now()}
-		if l != nil {
-			r.held, r.end = l.Context(), func() error { return l.Unlock(ctx) }
-		}
-		w1 <- r
-	}()
+	w1 := atkGo(ctx, func() (*rlock.Lock, error) { return k.take(w, octx) })
 	atkWaitLen(t, rdb, k.qkey(), 1)
-	dl := make(chan atkTaken, 1)
-	takeD := func() {
-		l, err := k.take(dc, octx)
-		r := atkTaken{err: err, at: time.Now()}
-		if l != nil {
-			r.held, r.end = l.Context(), func() error { return l.Unlock(ctx) }
-		}
-		dl <- r
-	}
+	var dl <-chan atkTaken
+	takeD := func() { dl = atkGo(ctx, func() (*rlock.Lock, error) { return k.take(dc, octx) }) }
 	if d == "queue" {
-		go takeD()
+		takeD()
 		atkWaitLen(t, rdb, k.qkey(), 2)
 	}
 	atkPause(t, replica)
@@ -73,7 +58,7 @@ func atkSharedOwnerGiveBack(t *testing.T, k atkLockKind, d string) {
 	}
 	if d == "reenter" {
 		atkAwait(t, "W1's grant is in Redis", func() bool { return rdb.LLen(ctx, k.qkey()).Val() == 0 })
-		go takeD()
+		takeD()
 	}
 	r1 := atkAwaitTaken(t, w1, "W1's Lock")
 	if r1.err == nil {

@@ -51,20 +51,9 @@ func atkUnlockDuringReentryAck(t *testing.T, via string, acked bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reCtx := octx
-	if via == "context" {
-		reCtx = l1.Context()
-	}
+	reCtx := atkReentryCtx(via, octx, l1)
 	relay.Hold()
-	got := make(chan atkTaken, 1)
-	go func() {
-		l2, err := a.Lock(reCtx, name)
-		r := atkTaken{err: err, at: time.Now()}
-		if l2 != nil {
-			r.held, r.end = l2.Context(), func() error { return l2.Unlock(ctx) }
-		}
-		got <- r
-	}()
+	got := atkGo(ctx, func() (*rlock.Lock, error) { return a.Lock(reCtx, name) })
 	atkAwait(t, "the re-entry counts in Redis", func() bool {
 		st, err := c.Inspect(ctx, name)
 		return err == nil && st.Holders[l1.Owner()] == 2
@@ -106,6 +95,15 @@ func atkUnlockDuringReentryAck(t *testing.T, via string, acked bool) {
 		t.Fatalf("the re-entry's Unlock: %v", err)
 	}
 	atkBystanderGetsIn(t, ctx, c, name, "the re-entry's Unlock")
+}
+
+// atkReentryCtx is the ctx of a re-entry of l's hold: via "context", l's
+// Context; via "owner", the ctx that took l, whose WithOwner owner it was.
+func atkReentryCtx(via string, octx context.Context, l *rlock.Lock) context.Context {
+	if via == "context" {
+		return l.Context()
+	}
+	return octx
 }
 
 // atkBystanderGetsIn requires c to take the plain lock name at once: what
@@ -249,25 +247,13 @@ func TestAttackAcksFailedReentryGivesTheTurnBack(t *testing.T) {
 	}
 	defer l.Unlock(ctx)
 	resume := atkPause(t, replica)
-	g1 := make(chan atkTaken, 1)
-	go func() {
-		l1, err := a.Lock(l.Context(), name)
-		if l1 != nil {
-			_ = l1.Unlock(ctx)
-		}
-		g1 <- atkTaken{err: err, at: time.Now()}
-	}()
+	g1 := atkGo(ctx, func() (*rlock.Lock, error) { return a.Lock(l.Context(), name) })
 	time.Sleep(100 * time.Millisecond) // G1 holds the turn, waiting for its acknowledgement
-	g2 := make(chan atkTaken, 1)
-	go func() {
-		l2, err := a.Lock(l.Context(), name)
-		r := atkTaken{err: err, at: time.Now()}
-		if l2 != nil {
-			r.end = func() error { return l2.Unlock(ctx) }
-		}
-		g2 <- r
-	}()
+	g2 := atkGo(ctx, func() (*rlock.Lock, error) { return a.Lock(l.Context(), name) })
 	r1 := atkAwaitTaken(t, g1, "G1's re-entry")
+	if r1.err == nil {
+		_ = r1.end()
+	}
 	atkRequireNotReplicated(t, "G1's re-entry", r1.err)
 	resume()
 	select {

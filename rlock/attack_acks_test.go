@@ -20,11 +20,16 @@ import (
 // 3 s ReadTimeout as WithReplicaAcks requires.
 const atkAckTimeout = time.Second
 
-// atkReplicated starts a server and a replica of it that has caught up.
+// atkReplicated starts a server and a replica of it that has caught up
+// and acknowledged it once: the first acknowledgement after a sync came
+// later than atkAckTimeout, 1 run in 25 on the suite's load.
 func atkReplicated(t *testing.T) (srv, replica *redistest.Server) {
 	t.Helper()
 	srv = redistest.Start(t)
 	replica = redistest.StartReplica(t, srv)
+	if n := srv.Admin().Wait(context.Background(), 1, 10*time.Second).Val(); n != 1 {
+		t.Fatalf("the replica did not acknowledge within 10 s (%d)", n)
+	}
 	return srv, replica
 }
 

@@ -31,6 +31,21 @@ type atkTaken struct {
 	owner string // the handle's, where it says
 }
 
+// atkGo runs take on another goroutine and reports what it returned; the
+// test ends the handle it got.
+func atkGo(ctx context.Context, take func() (*rlock.Lock, error)) <-chan atkTaken {
+	got := make(chan atkTaken, 1)
+	go func() {
+		l, err := take()
+		r := atkTaken{err: err, at: time.Now()}
+		if l != nil {
+			r.held, r.end, r.owner = l.Context(), func() error { return l.Unlock(ctx) }, l.Owner()
+		}
+		got <- r
+	}()
+	return got
+}
+
 // atkTakeInBackground takes the resource of kind (as atkHold) named name
 // through c, on another goroutine; the test ends what it took.
 func atkTakeInBackground(ctx context.Context, c *rlock.Client, kind, name string) <-chan atkTaken {
@@ -40,29 +55,6 @@ func atkTakeInBackground(ctx context.Context, c *rlock.Client, kind, name string
 		got <- atkTaken{held: held, end: end, err: err, at: time.Now()}
 	}()
 	return got
-}
-
-// atkResourceKey is the hash of the resource of kind named name.
-func atkResourceKey(kind, name string) string {
-	switch kind {
-	case "rw", "write", "read":
-		return "baton:{" + name + "}:rw"
-	case "sem":
-		return "baton:{" + name + "}:sem"
-	}
-	return "baton:{" + name + "}"
-}
-
-// atkAwait polls cond every 2 ms for up to 5 s, or fails with what.
-func atkAwait(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // atkAwaitTaken is the result of a background take, failing after 10 s.

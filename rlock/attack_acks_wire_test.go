@@ -24,26 +24,14 @@ func TestAttackAcksWireFailedAcquireWakesTheWaiter(t *testing.T) {
 	a := atkAcked(t, srv, rlock.WithRedissonWire(""))
 	b := atkClient(t, srv, rlock.WithRedissonWire(""), rlock.WithReplicaAcks(0, 0))
 	atkPause(t, replica)
-	first := make(chan atkTaken, 1)
-	go func() {
-		l, err := a.Lock(ctx, name)
-		if l != nil {
-			_ = l.Unlock(ctx)
-		}
-		first <- atkTaken{err: err, at: time.Now()}
-	}()
+	first := atkGo(ctx, func() (*rlock.Lock, error) { return a.Lock(ctx, name) })
 	atkAwait(t, "A's grant is in Redis", func() bool { return rdb.Exists(ctx, name).Val() == 1 })
-	behind := make(chan atkTaken, 1)
-	go func() {
-		l, err := b.Lock(ctx, name)
-		r := atkTaken{err: err, at: time.Now()}
-		if l != nil {
-			r.held, r.end = l.Context(), func() error { return l.Unlock(ctx) }
-		}
-		behind <- r
-	}()
+	behind := atkGo(ctx, func() (*rlock.Lock, error) { return b.Lock(ctx, name) })
 	time.Sleep(100 * time.Millisecond) // B has found the lock held and waits
 	r := atkAwaitTaken(t, first, "A's Lock")
+	if r.err == nil {
+		_ = r.end()
+	}
 	atkRequireNotReplicated(t, "A's grant", r.err)
 	atkWokenSoon(t, behind, r.at, rdb, name)
 }
@@ -65,10 +53,7 @@ func TestAttackAcksWireReentryGiveBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reCtx := octx
-			if via == "context" {
-				reCtx = l1.Context()
-			}
+			reCtx := atkReentryCtx(via, octx, l1)
 			resume := atkPause(t, replica)
 			l2, err := a.Lock(reCtx, name)
 			if l2 != nil {
