@@ -46,14 +46,19 @@ func atkUnclosed(t *testing.T, srv *redistest.Server, opts ...rlock.Option) *rlo
 
 func atkWaitLen(t *testing.T, rdb *redis.Client, key string, n int64) {
 	t.Helper()
+	atkAwait(t, fmt.Sprintf("%s reaches length %d", key, n), func() bool { return rdb.LLen(context.Background(), key).Val() == n })
+}
+
+// atkAwait polls cond every 2 ms for up to 5 s, or fails with what.
+func atkAwait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if rdb.LLen(context.Background(), key).Val() == n {
-			return
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	t.Fatalf("%s never reached length %d (now %d)", key, n, rdb.LLen(context.Background(), key).Val())
 }
 
 // atkProxied starts a proxy to srv and a Client whose connections go
@@ -78,13 +83,18 @@ func atkProxied(t *testing.T, srv *redistest.Server, tweak func(*redis.Options),
 // atkQueue is the queue key of the resource of kind ("lock", "write",
 // "rw", "read" or "sem") named name.
 func atkQueue(kind, name string) string {
+	return atkResourceKey(kind, name) + ":queue"
+}
+
+// atkResourceKey is the hash of the resource of kind named name.
+func atkResourceKey(kind, name string) string {
 	switch kind {
 	case "write", "rw", "read":
-		return "baton:{" + name + "}:rw:queue"
+		return "baton:{" + name + "}:rw"
 	case "sem":
-		return "baton:{" + name + "}:sem:queue"
+		return "baton:{" + name + "}:sem"
 	}
-	return "baton:{" + name + "}:queue"
+	return "baton:{" + name + "}"
 }
 
 // atkHold takes the resource of kind ("lock", "lock WithLease", "write" or

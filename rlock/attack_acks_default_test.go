@@ -1,0 +1,115 @@
+package rlock_test
+
+// Attacks on replica acknowledgements from the outside, issue 31: the
+// default (no WithReplicaAcks) across a failover, and the semaphore's size
+// across one. Helpers in attack_acks_test.go, attack_acks_failover_test.go
+// and attack_helpers_test.go.
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/rlock"
+)
+
+// "Counts are read at New, again every second and after a reconnect or a
+// failed acknowledgement, so a failover or a new replica is seen within
+// about a second." A default client on Sentinel: its master has a replica,
+// so grants wait for it; the master dies and the replica, promoted, has
+// none, so grants must go through again soon; a replica of the new master
+// then starts (and is stopped), so grants must wait for it again: Lock
+// fails with ErrNotReplicated within a few seconds, instead of granting
+// without an acknowledgement that a later failover would need.
+func TestAttackAcksDefaultFollowsTheFailover(t *testing.T) {
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	c := atkSentinelClient(t, s)
+	s.Relay.Hold()
+	if l, err := c.Lock(ctx, "before"); err == nil {
+		_ = l.Unlock(ctx)
+		t.Fatal("the default granted with its master's replica held back")
+	} else {
+		atkRequireNotReplicated(t, "before the failover", err)
+	}
+	atkLoseTheMaster(s)
+	promoted := time.Now()
+	lockUntil := func(what string, done func(error) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			l, err := c.Lock(ctx, "after")
+			if l != nil {
+				_ = l.Unlock(ctx)
+			}
+			if done(err) {
+				t.Logf("%s %v after the promotion", what, time.Since(promoted))
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 5 s (last: %v)", what, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	lockUntil("grants go through on the promoted replica, which has none", func(err error) bool { return err == nil })
+	added := redistest.StartReplica(t, s.Master)
+	atkPause(t, added)
+	lockUntil("grants wait for the new master's stopped replica", func(err error) bool {
+		return errors.Is(err, rlock.ErrNotReplicated)
+	})
+}
+
+// A semaphore's size decides how many permits may be held at once, and
+// "SetSize sets the semaphore's size in Redis, for every client". A
+// SetSize lowering the size to 1, confirmed while the replica lags, is lost
+// when the master dies: on the promoted replica the size is 2 again, and
+// two Acquires of 1 hold at once, each acknowledged, although the size
+// was confirmed as 1 and no permit was held when it was set. Grants are
+// acknowledged so that they survive a failover; the size they are judged
+// by is not.
+func TestAttackAcksSetSizeLostInAFailover(t *testing.T) {
+	t.Skip("finding 1: SetSize is confirmed unacknowledged; a failover loses it and two permits are held under a size confirmed as 1; fails on 375a1c8")
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	a, b := atkSentinelClient(t, s), atkSentinelClient(t, s)
+	const name = "pool"
+	p, err := a.Semaphore(name, 2).Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Relay.Hold()
+	if err := a.Semaphore(name, 2).SetSize(ctx, 1); err != nil {
+		t.Fatalf("SetSize: %v", err)
+	}
+	atkLoseTheMaster(s)
+	acquire := func(c *rlock.Client) *rlock.Permit {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			p, err := c.Semaphore(name, 1).TryAcquire(ctx, 1)
+			if err == nil {
+				return p
+			}
+			if !errors.Is(err, rlock.ErrNotReplicated) || time.Now().After(deadline) {
+				return nil // refused: the size holds
+			}
+			time.Sleep(50 * time.Millisecond) // the count of replicas is read again
+		}
+	}
+	p1 := acquire(a)
+	if p1 == nil {
+		t.Fatal("the first permit was refused on the promoted replica")
+	}
+	defer p1.Release(ctx)
+	if p2 := acquire(b); p2 != nil {
+		defer p2.Release(ctx)
+		st, _ := b.Semaphore(name, 1).Inspect(ctx)
+		t.Fatalf("two permits held under a size confirmed as 1 (both alive: %v; Redis size %d, held %d)",
+			p1.Context().Err() == nil && p2.Context().Err() == nil, st.Size, st.Held)
+	}
+}

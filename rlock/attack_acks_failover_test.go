@@ -1,0 +1,263 @@
+package rlock_test
+
+// Attacks on replica acknowledgements and the check after a reconnect from
+// the outside, issue 31: failovers to a lagging replica (Sentinel, the
+// replication stream held by a relay, the master SIGKILLed). Helpers in
+// attack_acks_test.go and attack_helpers_test.go.
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/rlock"
+)
+
+// atkSentinelClient is a Client on its own failover client of s.
+func atkSentinelClient(t *testing.T, s *redistest.Sentinel, opts ...rlock.Option) *rlock.Client {
+	t.Helper()
+	c, err := rlock.New(s.FailoverClient(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// atkLoseTheMaster SIGKILLs s's master, drops what the relay held for the
+// replica and has the sentinel promote it; it returns when the promoted
+// replica has taken the master role.
+func atkLoseTheMaster(s *redistest.Sentinel) {
+	s.Master.Stop()
+	s.Relay.Drop()
+	s.Failover()
+}
+
+// atkEnded reports when ctx ends, on a channel.
+func atkEnded(ctx context.Context) <-chan time.Time {
+	at := make(chan time.Time, 1)
+	go func() { <-ctx.Done(); at <- time.Now() }()
+	return at
+}
+
+// "Checking after a reconnect ... a failover to a replica that lacked the
+// holds ... A hold Redis no longer has is cut off with ErrLockLost, about
+// one round trip after the reconnect (plus ... at most notify's 1 s)", for
+// "every hold": a plain hold, one WithLease, an RW write and read, permits.
+// A (acknowledgements off, so that its grants can be lost; it has waited
+// once, so its grant line is subscribed) takes them all while the relay
+// holds the stream; the master dies and the replica, without them, is
+// promoted. B then takes each. Every one of A's Contexts must end with
+// ErrLockLost within restartWindow of B's grant, not at A's next renewal
+// (a third of the 30 s lease) or its lease's end.
+func TestAttackAcksFailoverChecksEveryHold(t *testing.T) {
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	off := rlock.WithReplicaAcks(0, 0)
+	a, b := atkSentinelClient(t, s, off), atkSentinelClient(t, s, off)
+	waitOnce(t, ctx, a, b, "once")
+	kinds := []string{"lock", "lock WithLease", "write", "read", "sem"}
+	names := map[string]string{"lock": "plain", "lock WithLease": "fixed", "write": "w", "read": "r", "sem": "sem"}
+	lost := map[string]<-chan time.Time{}
+	held := map[string]context.Context{}
+	s.Relay.Hold()
+	for _, k := range kinds {
+		hctx, _, err := atkHold(a, ctx, k, names[k])
+		if err != nil {
+			t.Fatalf("A's %s: %v", k, err)
+		}
+		held[k], lost[k] = hctx, atkEnded(hctx)
+	}
+	atkLoseTheMaster(s)
+	promoted := time.Now()
+	granted := map[string]time.Time{}
+	for _, k := range kinds {
+		bk := k
+		if k == "read" {
+			bk = "write" // a write excludes A's read
+		}
+		if _, _, err := atkHold(b, ctx, bk, names[k], rlock.WaitAtMost(5*time.Second)); err != nil {
+			t.Fatalf("B's %s on the promoted replica: %v", k, err)
+		}
+		granted[k] = time.Now()
+	}
+	for _, k := range kinds {
+		select {
+		case at := <-lost[k]:
+			if !errors.Is(context.Cause(held[k]), rlock.ErrLockLost) {
+				t.Errorf("%s: A's Context ended with %v, want ErrLockLost", k, context.Cause(held[k]))
+			}
+			gap := at.Sub(granted[k])
+			t.Logf("%s: B granted %v after the promotion; A told %v after that", k, granted[k].Sub(promoted), gap)
+			if gap > restartWindow {
+				t.Errorf("%s: two holders for %v: A's Context ended %v after B's grant", k, gap, gap)
+			}
+		case <-time.After(time.Until(granted[k].Add(10 * time.Second))):
+			t.Errorf("%s: two holders: A's Context still alive 10 s after B's grant", k)
+		}
+	}
+}
+
+// "A grant not acknowledged is given back before Lock returns
+// ErrNotReplicated", at the hand-off: A (acknowledged) releases to B while
+// the relay holds the stream, and the master dies during B's
+// acknowledgement wait. The promoted replica has A's hold (its release was
+// lost: "a stall of at most one lease") and B queued. B must not come back
+// with a live handle of a grant the promoted replica lacks: once A's lease
+// has run out there, a bystander C takes the lock, and B's handle, if any,
+// must have ended by then. Nor may the lock stall past A's lease.
+func TestAttackAcksFailoverDuringHandOffAck(t *testing.T) {
+	t.Skip("finding 3, first seen here: under -race, 1 run in 5 reports the data race of TestAttackAcksGiveBackAndLeaveWhileRedisIsAway; fails on 375a1c8")
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	const lease = 3 * time.Second
+	a := atkSentinelClient(t, s, rlock.WithWatchdogLease(lease))
+	b := atkSentinelClient(t, s, rlock.WithWatchdogLease(lease), rlock.WithReplicaAcks(1, 2*time.Second))
+	c := atkSentinelClient(t, s, rlock.WithReplicaAcks(0, 0))
+	const name = "handoff"
+	l, err := a.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := atkTakeInBackground(ctx, b, "lock", name)
+	atkWaitLen(t, s.Master.Admin(), atkQueue("lock", name), 1)
+	s.Relay.Hold()
+	released := time.Now()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // B is in its acknowledgement wait
+	atkLoseTheMaster(s)
+	r := atkAwaitTaken(t, got, "B's Lock")
+	t.Logf("B's Lock returned %v after A's release: %v", r.at.Sub(released), r.err)
+	var bEnded <-chan time.Time
+	if r.err == nil {
+		defer r.end()
+		bEnded = atkEnded(r.held)
+	}
+	cl, err := c.TryLock(ctx, name, rlock.WaitAtMost(2*lease))
+	if err != nil {
+		t.Fatalf("C kept out more than a lease after the failover: %v", err)
+	}
+	defer cl.Unlock(ctx)
+	t.Logf("C took the lock %v after A's release", time.Since(released))
+	if r.err == nil && r.held.Err() == nil {
+		select {
+		case <-bEnded:
+		default:
+			t.Fatal("two holders: B's handle is alive while C holds the lock")
+		}
+	}
+}
+
+// "After the script, one pipeline on the same master writes ... and sends
+// WAIT": an acknowledgement counts for the master that has the grant. A
+// failover the sentinel is asked for (SENTINEL FAILOVER, the old master
+// alive) while a grant waits for its acknowledgement: the relay holds the
+// grant back, so the promoted replica lacks it, and the old master, made a
+// replica of the new one, resyncs without it. Whatever the call does with
+// the failed WAIT, it must not come back with a live handle unless the new
+// master has the hold: an acknowledgement from the new master's replica
+// covers none of the old master's writes. For a free acquire and a
+// hand-off.
+func TestAttackAcksRequestedFailoverDuringTheAckWait(t *testing.T) {
+	for _, handOff := range []bool{false, true} {
+		t.Run(map[bool]string{false: "free acquire", true: "hand-off"}[handOff], func(t *testing.T) {
+			atkRequestedFailoverDuringAck(t, handOff)
+		})
+	}
+}
+
+func atkRequestedFailoverDuringAck(t *testing.T, handOff bool) {
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	const name = "requested"
+	h := atkSentinelClient(t, s)
+	w := atkSentinelClient(t, s, rlock.WithReplicaAcks(1, 2*time.Second))
+	var release func() error
+	if handOff {
+		l, err := h.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release = func() error { return l.Unlock(ctx) }
+	}
+	got := atkGo(ctx, func() (*rlock.Lock, error) { return w.Lock(ctx, name) })
+	if handOff {
+		atkWaitLen(t, s.Master.Admin(), atkQueue("lock", name), 1)
+		s.Relay.Hold()
+		if err := release(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		s.Relay.Hold()
+	}
+	time.Sleep(200 * time.Millisecond) // W is in its acknowledgement wait
+	s.Failover()
+	s.Relay.Drop()
+	r := atkAwaitTaken(t, got, "W's Lock")
+	t.Logf("W's Lock: %v", r.err)
+	if r.err != nil {
+		return
+	}
+	defer r.end()
+	holders := s.Master.Admin().HGetAll(ctx, atkResourceKey("lock", name)).Val()
+	t.Logf("the new master's hold: %v", holders)
+	if r.held.Err() == nil && holders[r.owner] == "" {
+		t.Fatalf("W holds a live handle of a grant the new master lacks (holders %v)", holders)
+	}
+}
+
+// "A release needs none: one lost in a failover costs a stall of at most
+// one lease." A holds as owner X and unlocks while the relay holds the
+// stream; the master dies, and the promoted replica still has X's count.
+// X goes on taking the lock now and then (a job re-run under its own ID,
+// as WithOwner is for); each time, Redis finds X holding and re-enters
+// the stale count, raising its lease, and the Unlock leaves the stale
+// count. B, queued since the failover, must still get the lock within
+// about a lease, not be kept out for as long as X keeps coming back.
+func TestAttackAcksLostReleaseOfASharedOwner(t *testing.T) {
+	t.Skip("finding 2: a count whose release a failover lost is re-entered by its WithOwner owner's next call and never released; other owners wait as long as it recurs; fails on 375a1c8")
+	ctx := atkCtx(t)
+	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
+	// The lease outlasts the failover (about 1.5 s; the harness allows
+	// 10 s only on a machine far more loaded), so the promoted replica
+	// still has X's count when X comes back.
+	const lease = 6 * time.Second
+	a := atkSentinelClient(t, s, rlock.WithWatchdogLease(lease))
+	b := atkSentinelClient(t, s, rlock.WithWatchdogLease(lease))
+	const name = "lostrelease"
+	octx := rlock.WithOwner(ctx, "X")
+	l, err := a.Lock(octx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Relay.Hold()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	atkLoseTheMaster(s)
+	promoted := time.Now()
+	got := atkTakeInBackground(ctx, b, "lock", name)
+	bound := promoted.Add(2*lease + atkWakeBound)
+	for time.Now().Before(bound) {
+		if x, err := a.TryLock(octx, name); err == nil {
+			_ = x.Unlock(ctx)
+		}
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatalf("B: %v", r.err)
+			}
+			t.Logf("B got the lock %v after the promotion", r.at.Sub(promoted))
+			_ = r.end()
+			return
+		case <-time.After(lease / 4):
+		}
+	}
+	st, _ := b.Inspect(ctx, name)
+	t.Fatalf("B kept out %v after the promotion, while X re-enters its lost count now and then (holders %v, TTL %v)",
+		time.Since(promoted), st.Holders, st.TTL)
+}
