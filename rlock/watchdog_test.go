@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,7 +191,7 @@ func TestNoZombieRenewalAfterStorm(t *testing.T) {
 
 func TestHeldLocksAddNoGoroutines(t *testing.T) {
 	ctx, srv := serve(t)
-	c := newClient(t, srv, WithWatchdogLease(shortLease))
+	c := newClient(t, srv, WithWatchdogLease(steadyLease))
 	warm, err := c.Lock(ctx, "warm")
 	require.NoError(t, err)
 	require.NoError(t, warm.Unlock(ctx))
@@ -201,9 +202,14 @@ func TestHeldLocksAddNoGoroutines(t *testing.T) {
 		require.NoError(t, err)
 		held = append(held, l)
 	}
-	time.Sleep(shortLease) // a few renewal rounds
+	time.Sleep(steadyLease) // a few renewal rounds
 	grown := runtime.NumGoroutine() - base
 	t.Logf("goroutines: %d before, +%d with 1,000 held locks", base, grown)
+	if grown >= 10 {
+		var b strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+		t.Log(b.String())
+	}
 	require.Less(t, grown, 10, "goroutines per held lock")
 	for _, l := range held {
 		require.NoError(t, l.Unlock(ctx))
