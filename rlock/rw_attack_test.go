@@ -90,10 +90,15 @@ func TestRWExclusionUnderAttack(t *testing.T) {
 	requireOnlyFence(t, rdb, "rwchurn")
 }
 
-// stuckWait is the longest a wait of rwChurn may take: far below the
-// watchdog's 30 s lease, so a wait that outlasts it waited for a hold that
-// a lost clean-up left in Redis with no hold in either client's table.
-const stuckWait = 5 * time.Second
+// stuckWait is the longest a wait of rwChurn may take. A hold that a lost
+// clean-up left in Redis, with no hold in either client's table, ends only
+// with its lease, the watchdog's 30 s: every hold is taken within the
+// test's 3 s, so a wait for one lasts past 27 s. A wait for live holds and
+// clean-ups is far shorter, but not bounded by a few seconds: with
+// connections killed every few ms on 2 loaded cores, a clean-up's retries
+// took waits to 5.4 s and 6.7 s in two full-suite runs (no lease ran out
+// there). Half the lease tells the two apart.
+const stuckWait = 15 * time.Second
 
 // rwChurn is one owner's turn on rw: a read or a write, which may be
 // cancelled at any moment, then re-entries or a downgrade, and the
