@@ -80,7 +80,11 @@ func newTaker(algo Algorithm, k Kind, e Env) (taker, error) {
 			return l.Acquire(ctx, name, r.weight)
 		}}, nil
 	}
-	l, err := algo.New(e)
+	newLocker := algo.New
+	if k == KindQuorum {
+		newLocker = algo.NewQuorum
+	}
+	l, err := newLocker(e)
 	if err != nil {
 		return taker{}, err
 	}

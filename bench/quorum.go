@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// minQuorumNodes is the fewest nodes a quorum scenario may have: with
+// fewer, a majority is every node, and one lost node stops the lock.
+const minQuorumNodes = 3
+
+// quorumHold names the quorum lock's hold in the server time per call,
+// which is the first node's share: one node of minQuorumNodes.
+const quorumHold = "lock, 1 node"
+
+// QuorumSizes are the numbers of independent servers the quorum scenarios
+// run on; MaxQuorumNodes, the largest, is how many a quorum run starts.
+func QuorumSizes() []int { return []int{3, 5} }
+
+// MaxQuorumNodes is the largest of QuorumSizes.
+const MaxQuorumNodes = 5
+
+// redsyncRetry1ms is the redsync variant with a 1 ms retry delay: the
+// yardstick of the quorum scenarios' wait targets.
+const redsyncRetry1ms = "redsync-1ms"
+
+// QuorumScenarios returns, for each of QuorumSizes, the uncontended
+// Lock+Unlock, the hot key and the storm on one lock across that many
+// independent servers, each running for d. Their names end in -q and the
+// number of nodes.
+func QuorumScenarios(d time.Duration) []Scenario {
+	var out []Scenario
+	for _, n := range QuorumSizes() {
+		for _, sc := range Scenarios(d) {
+			if sc.Name == uncontend || sc.Name == hotKey || sc.Name == storm {
+				sc.Name, sc.Kind, sc.Nodes = quorumScenario(sc.Name, n), KindQuorum, n
+				out = append(out, sc)
+			}
+		}
+	}
+	return out
+}
+
+// quorumScenario is the name of scenario on n nodes.
+func quorumScenario(scenario string, n int) string { return scenario + "-q" + strconv.Itoa(n) }
+
+// QuorumAlgorithms returns the contestants of the quorum scenarios, in
+// table order: redsync (Redlock) with its defaults and with a 1 ms retry
+// delay, on one pool per node.
+func QuorumAlgorithms() []Algorithm {
+	return []Algorithm{
+		{Name: "redsync", NewQuorum: newRedsync()},
+		{Name: redsyncRetry1ms, NewQuorum: newRedsync(time.Millisecond)},
+	}
+}
+
+// QuorumTargets judges baton's quorum mode on the hot key and the storm of
+// each quorum size, against redsync in the same run: wait p99 at most a
+// third of the best redsync variant's (the 1 ms retry's, as a rule),
+// acq/s at least the fastest's, and fairness at least stormFairness.
+func QuorumTargets(results []Result) []Check {
+	var checks []Check
+	for _, n := range QuorumSizes() {
+		for _, sc := range []string{hotKey, storm} {
+			name := quorumScenario(sc, n)
+			checks = append(checks,
+				waitTarget(results, name, hotWaitRatio),
+				compare(results, name, "acq/s ≥ every redsync's", acqPerSec, nil, func(b, best Result) (string, string) {
+					return status(shown(b.AcqPerSec, 0) >= shown(best.AcqPerSec, 0),
+						fmt.Sprintf("baton %.0f, %s %.0f", b.AcqPerSec, best.Algorithm, best.AcqPerSec))
+				}),
+				fairnessTarget(results, name, stormFairness))
+		}
+	}
+	return checks
+}
+
+// QuorumRoundTwo says, for each quorum size the run measured uncontended,
+// what the token's second round costs baton's Lock: its wait p50 less one
+// parallel round trip to every node (the run's PING p50, a PING sent to
+// each node at once and timed until the last answers), which is what a
+// Lock of one round costs. redsync's, whose Lock is one round, shows how
+// near that yardstick comes to a Lock of one round.
+func QuorumRoundTwo(results []Result) []string {
+	var lines []string
+	for _, n := range QuorumSizes() {
+		name := quorumScenario(uncontend, n)
+		for _, r := range results {
+			if r.Scenario != name || !slices.Contains([]string{BatonName, redsyncRetry1ms}, r.Algorithm) {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("%s  %-11s Lock p50 %s − parallel PING p50 %s = %s",
+				name, r.Algorithm, short(r.WaitP50), short(r.PingP50), signed(r.WaitP50-r.PingP50)))
+		}
+	}
+	return lines
+}
+
+// signed is short(d) with its sign.
+func signed(d time.Duration) string {
+	if d < 0 {
+		return "−" + short(-d)
+	}
+	return short(d)
+}

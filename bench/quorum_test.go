@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
+)
+
+func TestQuorumScenariosAreValidated(t *testing.T) {
+	all := QuorumScenarios(time.Second)
+	require.Len(t, all, 3*len(QuorumSizes()), "uncontended, hot key and storm on each size")
+	for _, sc := range all {
+		require.NoError(t, sc.validate(), sc.Name)
+		require.Equal(t, KindQuorum, sc.Kind)
+		require.True(t, strings.HasSuffix(sc.Name, "-q3") || strings.HasSuffix(sc.Name, "-q5"), sc.Name)
+	}
+	base := Scenario{Name: "x", Workers: 1, Names: 1, Duration: time.Second}
+	for _, bad := range []func(*Scenario){
+		func(s *Scenario) { s.Kind, s.Nodes = KindQuorum, 2 },
+		func(s *Scenario) { s.Nodes = 3 },
+		func(s *Scenario) { s.Kind, s.Nodes, s.Permits = KindSemaphore, 3, 4 },
+	} {
+		sc := base
+		bad(&sc)
+		require.Error(t, sc.validate(), "%+v", sc)
+	}
+	_, err := Suite{Target: quorumTarget(t, 3), Scenarios: all[len(all)-1:]}.Run(context.Background())
+	require.ErrorContains(t, err, "needs 5 nodes, the target has 3")
+}
+
+// quorumTarget is a target of n throwaway servers, ended with the test.
+func quorumTarget(t *testing.T, n int) Target {
+	var tg Target
+	for range n {
+		srv := redistest.Start(t)
+		tg.Nodes = append(tg.Nodes, func() redis.UniversalClient { return srv.Client() })
+	}
+	tg.Name, tg.NewClient = "test quorum", tg.Nodes[0]
+	return tg
+}
+
+// A quorum scenario's Lock reaches every node of its size, with clients of
+// the worker's own that count what they write; the server figures and the
+// pinger's round trip cover every node, and the per-call server time is
+// the first node's share.
+func TestQuorumRunReachesEveryNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tg := quorumTarget(t, 3)
+	sc := QuorumScenarios(200 * time.Millisecond)[0]
+	require.Equal(t, "uncontended-q3", sc.Name)
+	rep, err := Suite{Target: tg, Algorithms: QuorumAlgorithms()[1:], Scenarios: []Scenario{sc}}.Run(ctx)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	r := rep.Results[0]
+	require.Positive(t, r.Acquisitions)
+	require.Zero(t, r.Violations)
+	for i, node := range tg.Nodes {
+		rdb := node()
+		c, err := redisproc.ReadCommands(ctx, rdb)
+		require.NoError(t, rdb.Close())
+		require.NoError(t, err)
+		// Each Lock sets the key on every node; the script cost's calls
+		// are the first node's only.
+		require.GreaterOrEqual(t, c.Calls["set"], r.Acquisitions, "node %d", i)
+		require.GreaterOrEqual(t, c.Calls["ping"], int64(10), "the pinger reaches node %d", i)
+	}
+	require.GreaterOrEqual(t, r.ServerCommands["set"], 3*r.Acquisitions, "the server figures sum the nodes")
+	require.InDelta(t, 3*2, r.ClientPerAcq, 0.1, "a Lock and an Unlock on each node, counted on every client")
+	require.Positive(t, r.PingP50)
+	require.Len(t, rep.Scripts, 1)
+	require.Equal(t, quorumHold, rep.Scripts[0].Hold)
+	require.Equal(t, 1.0, rep.Scripts[0].Release.ScriptsPerCall, "one node's share")
+}
