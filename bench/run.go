@@ -210,9 +210,9 @@ func runWorkers(ctx context.Context, workers []*worker, sc Scenario, names []str
 // algorithm, so all of them see the same sequences of names and collisions.
 const nameSeed = 0xba70
 
-// startWorkers opens each worker's client and Locker, on env with the
-// worker's client, and makes one round trip on it, so the run does not time
-// the first dial.
+// startWorkers opens each worker's client (and in a quorum scenario, one
+// on each node) and Locker, on env with the worker's clients, and makes one
+// round trip on each client, so the run does not time the first dials.
 func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, env Env, sent *commandCounter) ([]*worker, error) {
 	workers := make([]*worker, 0, sc.Workers)
 	for id := range sc.Workers {
@@ -231,11 +231,21 @@ func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, en
 		if w.locker, err = newTaker(algo, sc.Kind, env); err != nil {
 			return workers, err
 		}
-		if err := w.rdb.Ping(ctx).Err(); err != nil {
-			return workers, err
+		for _, rdb := range w.clients() {
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				return workers, err
+			}
 		}
 	}
 	return workers, nil
+}
+
+// clients are w's clients: its one, or in a quorum scenario one per node.
+func (w *worker) clients() []redis.UniversalClient {
+	if w.nodes != nil {
+		return w.nodes
+	}
+	return []redis.UniversalClient{w.rdb}
 }
 
 func stopWorkers(workers []*worker) {

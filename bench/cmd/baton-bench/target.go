@@ -144,7 +144,7 @@ func flushAll(ctx context.Context, addr string) error {
 // as one target whose NewClient reaches the first, and how to stop them.
 func quorumTarget(rtt time.Duration) (bench.Target, func(), error) {
 	t := bench.Target{RTT: rtt}
-	var addrs []string
+	var addrs []string // the servers', not the proxies'
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range slices.Backward(stops) {
@@ -171,7 +171,7 @@ func quorumTarget(rtt time.Duration) (bench.Target, func(), error) {
 		}
 		t.Nodes = append(t.Nodes, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: via}) })
 	}
-	t.Name = fmt.Sprintf("%d throwaway redis-servers on %s", len(addrs), strings.Join(addrs, ", "))
+	t.Name = fmt.Sprintf("%d throwaway redis-servers on 127.0.0.1", len(addrs))
 	t.NewClient = t.Nodes[0]
 	t.Reset = func(ctx context.Context) error {
 		for _, addr := range addrs {
