@@ -309,10 +309,11 @@ func (a *attempt) notReplicated(ctx context.Context, err error, giveBack func(ct
 // isServerReply reports whether err is an error reply from Redis, which
 // means the script was rejected as a whole rather than possibly run, or a
 // refusal the script replied with, having written nothing (permits above
-// a semaphore's size): either way there is nothing to clean up.
+// a semaphore's size), or a quorum's call that gave back what it took on
+// every node itself: either way there is nothing to clean up.
 func isServerReply(err error) bool {
 	var rerr redis.Error
-	return errors.As(err, &rerr) || errors.Is(err, reentrant.ErrInvalidPermits) ||
+	return errors.As(err, &rerr) || errors.As(err, new(givenBack)) || errors.Is(err, reentrant.ErrInvalidPermits) ||
 		errors.Is(err, reentrant.ErrInvalidSize) || errors.Is(err, reentrant.ErrPermitsHeld)
 }
 

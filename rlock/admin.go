@@ -14,8 +14,11 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (int64, error) {
 	if err := c.checkOpen(); err != nil {
 		return 0, err
 	}
-	if c.wire != nil {
+	switch {
+	case c.wire != nil:
 		return c.forceUnlockWire(ctx, name)
+	case c.quorum != nil:
+		return c.forceUnlockQuorum(ctx, name)
 	}
 	p, err := c.plainLock(name)
 	if err != nil {
@@ -57,8 +60,11 @@ func (c *Client) Inspect(ctx context.Context, name string) (State, error) {
 	if err := c.checkOpen(); err != nil {
 		return State{}, err
 	}
-	if c.wire != nil {
+	switch {
+	case c.wire != nil:
 		return c.inspectWire(ctx, name)
+	case c.quorum != nil:
+		return c.inspectQuorum(ctx, name)
 	}
 	p, err := c.plainLock(name)
 	if err != nil {

@@ -32,6 +32,10 @@ type Client struct {
 	wire *wireMode
 	// acks has holds acknowledged by replicas; nil: not.
 	acks *replicaAcks
+	// quorum is set by NewQuorum: the client's locks span its nodes, each
+	// a Client of its own, and it has no Redis client, hub or grant line
+	// of its own (quorum.go).
+	quorum *quorum
 
 	hub    *notify.Hub
 	grants grantLine // the grant line: where its waiters' grants arrive
@@ -106,22 +110,29 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, lower(err)
 	}
 	c.hub = hub
-	wdc := watchdog.Config[*hold]{
-		Lease:     cfg.watchdogLease,
-		Margin:    driftMargin(cfg.watchdogLease),
-		BatchSize: cfg.renewBatchSize,
-		Renew:     c.renew,
-		OnRenewed: extendHold,
-	}
-	if cfg.observer.Renewed != nil {
-		wdc.OnRound = c.renewalRound
-	}
-	c.wd, err = watchdog.New(wdc)
-	if err != nil {
+	if err := c.startWatchdog(); err != nil {
 		_ = hub.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// startWatchdog makes the client's watchdog, which renews its holds in
+// batches with c.renew.
+func (c *Client) startWatchdog() error {
+	wdc := watchdog.Config[*hold]{
+		Lease:     c.cfg.watchdogLease,
+		Margin:    driftMargin(c.cfg.watchdogLease),
+		BatchSize: c.cfg.renewBatchSize,
+		Renew:     c.renew,
+		OnRenewed: extendHold,
+	}
+	if c.cfg.observer.Renewed != nil {
+		wdc.OnRound = c.renewalRound
+	}
+	var err error
+	c.wd, err = watchdog.New(wdc)
+	return err
 }
 
 // Close wakes every waiting Lock call with ErrClosed, stops the watchdog,
@@ -137,7 +148,9 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		holds := c.table.close() // no hold is added to the table after this
 		c.background.stop()
-		err = lower(c.hub.Close())
+		if c.hub != nil {
+			err = lower(c.hub.Close())
+		}
 		var held []*handle
 		for _, h := range holds {
 			held = append(held, h.cutOff(ErrClosed)...)
@@ -150,6 +163,7 @@ func (c *Client) Close() error {
 			_, _ = h.res.release(ctx, h.owner, h.id, l.unlockReq)
 		}
 		c.background.wait(ctx)
+		err = errors.Join(err, c.quorum.close())
 	})
 	return err
 }

@@ -140,15 +140,24 @@ func (c *Client) acknowledge(ctx context.Context, batch []*hold, errs []error) {
 // format, unacknowledged. The scripts never shorten a lease, so a
 // lease of 1 ms only checks that Redis still keeps each hold.
 func (c *Client) renewFor(ctx context.Context, batch []*hold, lease time.Duration) []error {
-	if c.wire != nil {
+	switch {
+	case c.wire != nil:
 		return c.wire.renew(ctx, c, batch, lease)
+	case c.quorum != nil:
+		return c.renewQuorum(ctx, batch, lease)
 	}
+	return c.renewHolds(ctx, batch, lease, func(h *hold) batonResource { return h.res.(batonResource) })
+}
+
+// renewHolds renews batch on c's Redis, each hold as its resource res
+// there says: its own, or, in quorum mode, its lock on one node.
+func (c *Client) renewHolds(ctx context.Context, batch []*hold, lease time.Duration, res func(*hold) batonResource) []error {
 	groups := renewGroups(batch, true)
 	refs := make([][]reentrant.HoldRef, len(groups))
 	for g, idx := range groups {
 		refs[g] = make([]reentrant.HoldRef, len(idx))
 		for j, i := range idx {
-			refs[g][j] = batch[i].res.(batonResource).holdRef(batch[i].owner, batch[i].id)
+			refs[g][j] = res(batch[i]).holdRef(batch[i].owner, batch[i].id)
 		}
 	}
 	renewed, groupErrs := reentrant.RenewAll(ctx, c.rdb, refs, lease)

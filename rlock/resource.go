@@ -116,8 +116,11 @@ type plainLock struct {
 // why it cannot be (ErrInvalidName). It sends nothing. lease is the lease
 // its calls ask for, which a Redisson partial unlock leaves.
 func (c *Client) lockResource(name string, lease time.Duration) (resource, error) {
-	if c.wire != nil {
+	switch {
+	case c.wire != nil:
 		return c.wire.lock(c, name, lease)
+	case c.quorum != nil:
+		return c.quorum.lock(c, name)
 	}
 	return c.plainLock(name)
 }

@@ -41,11 +41,16 @@ type RWLock struct {
 
 // RWLock is the read-write lock called name (name rules as for Lock). It
 // sends nothing; an invalid name is reported by each call. On a wire-mode
-// client (WithRedissonWire) each call returns ErrWireUnsupported.
+// client (WithRedissonWire) each call returns ErrWireUnsupported, and on a
+// quorum's (NewQuorum) ErrQuorumUnsupported.
 func (c *Client) RWLock(name string) *RWLock {
 	rw := &RWLock{c: c}
-	if c.wire != nil {
+	switch {
+	case c.wire != nil:
 		rw.err = fmt.Errorf("%w: RWLock %q", ErrWireUnsupported, name)
+		return rw
+	case c.quorum != nil:
+		rw.err = fmt.Errorf("%w: RWLock %q", ErrQuorumUnsupported, name)
 		return rw
 	}
 	k, err := c.sharedKeys(reentrant.KindRW, name)

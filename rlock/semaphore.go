@@ -46,11 +46,15 @@ type Semaphore struct {
 // permits when Redis stores none yet. It sends nothing; an invalid name
 // (ErrInvalidName) or a size below 1 (ErrInvalidOption) is reported by each
 // call. On a wire-mode client (WithRedissonWire) each call returns
-// ErrWireUnsupported.
+// ErrWireUnsupported, and on a quorum's (NewQuorum) ErrQuorumUnsupported.
 func (c *Client) Semaphore(name string, size int64) *Semaphore {
 	s := &Semaphore{c: c}
-	if c.wire != nil {
+	switch {
+	case c.wire != nil:
 		s.err = fmt.Errorf("%w: Semaphore %q", ErrWireUnsupported, name)
+		return s
+	case c.quorum != nil:
+		s.err = fmt.Errorf("%w: Semaphore %q", ErrQuorumUnsupported, name)
 		return s
 	}
 	k, err := c.sharedKeys(reentrant.KindSemaphore, name)

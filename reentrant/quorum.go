@@ -1,0 +1,33 @@
+package reentrant
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// raiseScript runs lua/quorum_raise.lua, after the server's role and the
+// token's expiry (fenceUntil).
+var raiseScript = newScript(luaFiles("master.lua", "token.lua", "quorum_raise.lua")...)
+
+// Raise makes to the token and ID of owner's hold on this node, which its
+// acquire or grant made under token from: quorum mode's second round (see
+// the package doc's Quorum mode). It reports whether owner still held the
+// lock under from (or to, for a resend); if not, nothing changed. to must
+// be at least from.
+func (k Keys) Raise(ctx context.Context, rdb redis.Scripter, owner string, from, to uint64, lease time.Duration) (bool, error) {
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return false, err
+	}
+	if to < from {
+		return false, fmt.Errorf("reentrant: raise %q: token %d below %d", k.Name, to, from)
+	}
+	n, err := raiseScript.Run(ctx, rdb, []string{k.Hash, k.Fence}, owner, formatToken(from), formatToken(to), ms).Int64()
+	if err != nil {
+		return false, fmt.Errorf("reentrant: raise %q: %w", k.Name, err)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,101 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// With one node of 3 down, from before the clients start or from the
+// middle of their work, locks are taken, waited for, renewed and
+// released, and tokens go on rising.
+func TestQuorumOneNodeDown(t *testing.T) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	srvs[2].Stop()
+	a := newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
+	b := newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
+	l, err := a.Lock(ctx, "down")
+	require.NoError(t, err)
+	got := lockInBackground(ctx, b, "down")
+	time.Sleep(2 * steadyLease) // renewed by the two nodes up
+	require.NoError(t, l.Context().Err())
+	require.NoError(t, l.Unlock(ctx))
+	next := receive(t, got)
+	require.Greater(t, next.Token(), l.Token())
+	require.NoError(t, next.Unlock(ctx))
+
+	srvs[2].Restart()
+	srvs[0].Stop()
+	for range 3 {
+		l2, err := a.Lock(ctx, "down")
+		require.NoError(t, err)
+		require.Greater(t, l2.Token(), next.Token())
+		next = l2
+		require.NoError(t, l2.Unlock(ctx))
+	}
+}
+
+// With a majority down, Lock and TryLock fail with ErrNoQuorum naming the
+// nodes they could not reach, and leave nothing on the node up.
+func TestQuorumMajorityDown(t *testing.T) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	c := newQuorumClient(t, srvs)
+	l, err := c.Lock(ctx, "maj")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+	srvs[0].Stop()
+	srvs[2].Stop()
+	for _, lock := range []func(context.Context, string, ...LockOption) (*Lock, error){c.Lock, c.TryLock} {
+		_, err := lock(ctx, "maj")
+		require.ErrorIs(t, err, ErrNoQuorum)
+		require.ErrorContains(t, err, srvs[0].Addr)
+		require.ErrorContains(t, err, srvs[2].Addr)
+		require.NotContains(t, err.Error(), srvs[1].Addr)
+	}
+	require.Eventually(t, func() bool {
+		n, err := admin(t, srvs[1]).Exists(ctx, lockKey("maj"), lockKey("maj")+":queue").Result()
+		return err == nil && n == 0
+	}, 5*time.Second, 10*time.Millisecond, "nothing left on the node up")
+}
+
+// A paused node (SIGSTOP: connections open, nothing answered) delays no
+// acquire, renewal or release a majority answers; a hold that needs it
+// for its majority ends by its validity, with ErrLockLost.
+func TestQuorumPausedNode(t *testing.T) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	c := newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
+	l, err := c.Lock(ctx, "paused")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+
+	srvs[2].Pause()
+	t.Cleanup(srvs[2].Resume)
+	start := time.Now()
+	l, err = c.Lock(ctx, "paused")
+	require.NoError(t, err)
+	time.Sleep(2 * steadyLease)
+	require.NoError(t, l.Context().Err(), "renewed by the majority up")
+	require.NoError(t, l.Unlock(ctx))
+	require.Less(t, time.Since(start), 2*steadyLease+time.Second, "no call waited for the paused node")
+
+	l, err = c.Lock(ctx, "paused")
+	require.NoError(t, err)
+	srvs[1].Pause()
+	t.Cleanup(srvs[1].Resume)
+	select {
+	case <-l.Context().Done():
+	case <-time.After(2 * steadyLease):
+		t.Fatal("the hold outlived its validity without a majority")
+	}
+	require.ErrorIs(t, context.Cause(l.Context()), ErrLockLost)
+	srvs[1].Resume()
+	srvs[2].Resume()
+	err = l.Unlock(ctx)
+	require.True(t, err == nil || errors.Is(err, ErrLockLost), "%v", err)
+}

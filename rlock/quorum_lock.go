@@ -1,0 +1,371 @@
+package rlock
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/batonlock/baton/reentrant"
+)
+
+// quorumLock is a lock across a quorum's nodes: the plain lock of the same
+// name on each, with the same owner and, once a hold is made, the same
+// token, which is its ID on every node that holds it (see "Quorum mode" in
+// reentrant's doc). It is the resource of one call, and of the hold it
+// makes: releases, renewals and re-entries name the hold by owner and
+// token alone, and go to every node; the waiting state below is the
+// call's.
+type quorumLock struct {
+	c     *Client // the quorum's, whose clean-ups these are
+	q     *quorum
+	nodes []*plainLock // the lock on each node, in its Client's namespace
+
+	mu sync.Mutex // guards the waiting call's state: waiters and kept
+	// waiters is the call's waiter on each node, zero where it did not
+	// subscribe.
+	waiters []reentrant.Waiter
+	// kept is the grants the waiting call keeps between looks (node →
+	// token): the first nodes in order that grant it, up to the first
+	// that answers and does not (see acquire).
+	kept map[int]uint64
+}
+
+// lock is the quorum lock called name, or says why it cannot be
+// (ErrInvalidName). It sends nothing.
+func (q *quorum) lock(c *Client, name string) (*quorumLock, error) {
+	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{}}
+	for _, n := range q.nodes {
+		p, err := n.plainLock(name)
+		if err != nil {
+			return nil, err
+		}
+		r.nodes = append(r.nodes, p)
+	}
+	return r, nil
+}
+
+func (r *quorumLock) id() resourceID { return r.nodes[0].id() }
+
+func (r *quorumLock) name() string { return r.nodes[0].name() }
+
+// claims is false: a quorum waiter takes every message as a nudge to look
+// (subscribed.grants is false), never as a grant.
+func (r *quorumLock) claims(reentrant.Grant) bool { return false }
+
+func (r *quorumLock) waiter(id, _ string) reentrant.Waiter { return reentrant.Waiter{ID: id} }
+
+// aliveTTL is the shortest of the nodes', so that a waiter's looks keep
+// its liveness key on every node that judges liveness by key.
+func (r *quorumLock) aliveTTL() time.Duration {
+	var ttl time.Duration
+	for _, p := range r.nodes {
+		if t := p.aliveTTL(); t > 0 && (ttl == 0 || t < ttl) {
+			ttl = t
+		}
+	}
+	return ttl
+}
+
+// all is every node's index.
+func (r *quorumLock) all() []int {
+	idx := make([]int, len(r.nodes))
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// nodeTake is one node's answer to a look: granted with token and
+// count, or held by another owner for ttl.
+type nodeTake struct {
+	granted bool
+	token   uint64
+	count   int64
+	ttl     time.Duration
+}
+
+// takeOn is round 1 on node i: the node's acquire, as the call's waiter
+// there if it has one; a grant kept from an earlier look is confirmed by
+// a renewal instead, which counts nothing twice and moves its lease from
+// now, as the acquire of a new grant does.
+func (r *quorumLock) takeOn(ctx context.Context, i int, call acquireCall) (nodeTake, error) {
+	r.mu.Lock()
+	t, kept := r.kept[i]
+	call.waiter = r.waiters[i]
+	r.mu.Unlock()
+	if kept {
+		ok, err := r.nodes[i].renew(ctx, call.owner, t, call.lease)
+		return nodeTake{granted: ok, token: t, count: 1}, err
+	}
+	res, err := r.nodes[i].acquire(ctx, call)
+	if err != nil {
+		return nodeTake{}, err
+	}
+	return nodeTake{granted: res.Acquired, token: res.Token, count: res.HoldCount, ttl: res.HolderTTL}, nil
+}
+
+// acquire is one look of a call, or a re-entry (call.hold): see
+// acquireNew and reenter. Every error it returns is givenBack: the call
+// has nothing of it to undo.
+func (r *quorumLock) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
+	if call.hold != 0 {
+		return r.reenter(ctx, call)
+	}
+	return r.acquireNew(ctx, call)
+}
+
+// acquireNew is one look: round 1 on every node at once, then, with a
+// majority granted, round 2 (commit). It takes a majority or gives back
+// what it took, except that a waiting call keeps the grants of the first
+// nodes in order (skipping those that failed) up to the first that
+// answered without one: so of any two waiters, at most one keeps a grant
+// while it waits (both would hold the first node that answers them both),
+// and it waits only for the holder. That is the tie-break of a split vote:
+// no two waiters hold parts of the lock while waiting for each other.
+func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
+	start := time.Now()
+	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
+		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call) },
+		func(got []nodeReply[nodeTake]) bool { return countGranted(got) >= r.q.majority },
+		func(late nodeReply[nodeTake]) { r.settleLate(late, call) })
+	granted, failed := map[int]uint64{}, map[int]error{}
+	ttl, count := time.Duration(-1), int64(1)
+	for _, rep := range replies {
+		switch {
+		case rep.err != nil:
+			failed[rep.node] = rep.err
+			r.settleLate(rep, call) // it may have run: undo it
+		case rep.val.granted:
+			granted[rep.node] = rep.val.token
+			count = max(count, rep.val.count)
+		case ttl < 0 || rep.val.ttl < ttl:
+			ttl = rep.val.ttl
+		}
+	}
+	if err != nil {
+		return reentrant.AcquireResult{}, r.fail(call, granted, err)
+	}
+	if len(granted) >= r.q.majority {
+		return r.commit(ctx, call, start, granted, count)
+	}
+	if len(r.nodes)-len(failed) < r.q.majority {
+		return reentrant.AcquireResult{}, r.fail(call, granted, r.q.unreachable(r.name(), failed))
+	}
+	r.keepPrefix(call, granted, failed)
+	return reentrant.AcquireResult{HolderTTL: max(ttl, 0)}, nil
+}
+
+// countGranted counts the grants among got.
+func countGranted(got []nodeReply[nodeTake]) int {
+	n := 0
+	for _, r := range got {
+		if r.err == nil && r.val.granted {
+			n++
+		}
+	}
+	return n
+}
+
+// keepPrefix keeps, for a waiting call, the grants of the first nodes in
+// order up to the first that answered without one (see acquireNew), and
+// gives back the others.
+func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed map[int]error) {
+	keep := map[int]uint64{}
+	for i := range r.nodes {
+		if _, ok := failed[i]; ok {
+			continue
+		}
+		t, ok := granted[i]
+		if !ok || call.waiter.ID == "" {
+			break
+		}
+		keep[i] = t
+	}
+	r.mu.Lock()
+	r.kept = keep
+	r.mu.Unlock()
+	for i, t := range granted {
+		if _, ok := keep[i]; !ok {
+			r.giveBackOn(i, call, t, t)
+		}
+	}
+}
+
+// commit is round 2: the token T is the largest of the grants' tokens,
+// each at least one above its node's counter, so above every token a
+// majority committed before (see "Quorum mode" in reentrant's doc). Each
+// granted node raises its counter to T while the hold there is still
+// this owner's; T counts once a majority has, within the validity from
+// start. What it does not keep it gives back.
+func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Time, granted map[int]uint64, count int64) (reentrant.AcquireResult, error) {
+	var T uint64
+	var nodes []int
+	for i, t := range granted {
+		T = max(T, t)
+		nodes = append(nodes, i)
+	}
+	// A node that commits after the outcome is known joins the hold if it
+	// was made (its release and renewals name it by T, as every node's),
+	// and is given back otherwise.
+	made, decided := false, make(chan struct{})
+	replies, err := fanOut(ctx, r.c, call.lease, nodes,
+		func(ctx context.Context, i int) (bool, error) {
+			return r.nodes[i].keys.Raise(ctx, r.nodes[i].rdb, call.owner, granted[i], T, call.lease)
+		},
+		func(got []nodeReply[bool]) bool { return countTrue(got) >= r.q.majority },
+		func(late nodeReply[bool]) {
+			<-decided
+			if !made || late.err != nil || !late.val {
+				r.giveBackOn(late.node, call, granted[late.node], T)
+			}
+		})
+	defer close(decided)
+	committed, failed := map[int]bool{}, map[int]error{}
+	for _, rep := range replies {
+		switch {
+		case rep.err != nil:
+			failed[rep.node] = rep.err
+		case rep.val:
+			committed[rep.node] = true
+		}
+	}
+	r.mu.Lock()
+	r.kept = map[int]uint64{}
+	r.mu.Unlock()
+	made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
+	if !made {
+		// Those that answered are given back here, the rest when they do.
+		for _, rep := range replies {
+			r.giveBackOn(rep.node, call, granted[rep.node], T)
+		}
+		switch {
+		case err != nil:
+			return reentrant.AcquireResult{}, r.fail(call, nil, err)
+		case len(failed) > len(r.nodes)-r.q.majority:
+			return reentrant.AcquireResult{}, r.fail(call, nil, r.q.unreachable(r.name(), failed))
+		}
+		return reentrant.AcquireResult{}, nil
+	}
+	for _, rep := range replies {
+		if !committed[rep.node] {
+			r.giveBackOn(rep.node, call, granted[rep.node], T)
+		}
+	}
+	r.leaveOthers(call, granted)
+	return reentrant.AcquireResult{Acquired: true, HoldCount: count, Token: T}, nil
+}
+
+// countTrue counts the replies that are true.
+func countTrue(got []nodeReply[bool]) int {
+	n := 0
+	for _, r := range got {
+		if r.err == nil && r.val {
+			n++
+		}
+	}
+	return n
+}
+
+// fail ends a call whose look failed with err: it gives back every grant
+// (giveUp) and leaves every node's queue, both in the background, and
+// returns err as givenBack.
+func (r *quorumLock) fail(call acquireCall, granted map[int]uint64, err error) error {
+	r.giveUp(call, granted)
+	r.leaveOthers(call, nil)
+	return givenBack{err}
+}
+
+// giveUp gives back every grant of a look that takes nothing, and the
+// grants kept before it; the call's waiters stay queued (its leave takes
+// them out).
+func (r *quorumLock) giveUp(call acquireCall, granted map[int]uint64) {
+	r.mu.Lock()
+	kept := r.kept
+	r.kept = map[int]uint64{}
+	r.mu.Unlock()
+	for i, t := range kept {
+		if _, ok := granted[i]; !ok {
+			r.giveBackOn(i, call, t, t)
+		}
+	}
+	for i, t := range granted {
+		r.giveBackOn(i, call, t, t)
+	}
+}
+
+// settleLate deals with a round-1 reply that came after its look stopped
+// listening, or failed: a grant is given back; a failed acquire may have
+// run, so it is undone (see undoOn).
+func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall) {
+	switch {
+	case rep.err != nil:
+		r.c.background.run(call.lease, func(ctx context.Context) { r.undoOn(ctx, rep.node, call) })
+	case rep.val.granted:
+		r.giveBackOn(rep.node, call, rep.val.token, rep.val.token)
+	}
+}
+
+// undoOn undoes round 1 on node i after its reply was lost, as
+// attempt.undo does: a replay without the waiter tells whether it ran
+// (and holds the lock either way), and one release gives back what it
+// held; the waiter leaves the node's queue.
+func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
+	r.mu.Lock()
+	w := r.waiters[i]
+	r.mu.Unlock()
+	p := r.nodes[i]
+	if w.ID != "" {
+		_ = untilAnswered(ctx, func(ctx context.Context) error {
+			return p.leave(ctx, w, call.owner, call.lease, call.newOwner)
+		})
+	}
+	call.waiter = reentrant.Waiter{}
+	var res reentrant.AcquireResult
+	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+		res, err = p.acquire(ctx, call)
+		return err
+	})
+	if err == nil && res.Acquired {
+		releaseRetrying(ctx, p, call.owner, res.Token)
+	}
+}
+
+// giveBackOn gives back, in the background, the hold node i granted under
+// token from, which round 2 may have raised to to: raising it again (a
+// no-op if it was) tells whether the node still holds it, and names it by
+// to, which the release then gives back.
+func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64) {
+	p := r.nodes[i]
+	r.c.background.run(call.lease, func(ctx context.Context) {
+		var held bool
+		err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+			held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, to, call.lease)
+			return err
+		})
+		if err == nil && held {
+			releaseRetrying(ctx, p, call.owner, to)
+		}
+	})
+}
+
+// leaveOthers takes the call's waiter out of the queue of every node that
+// did not grant it, in the background: a grant such a node hands it later
+// would be passed on by its Client all the same (unclaimedGrant), one pass
+// later.
+func (r *quorumLock) leaveOthers(call acquireCall, granted map[int]uint64) {
+	r.mu.Lock()
+	waiters := slices.Clone(r.waiters)
+	r.mu.Unlock()
+	for i, w := range waiters {
+		if _, ok := granted[i]; ok || w.ID == "" {
+			continue
+		}
+		p := r.nodes[i]
+		r.c.background.run(call.lease, func(ctx context.Context) {
+			_ = untilAnswered(ctx, func(ctx context.Context) error {
+				return p.leave(ctx, w, call.owner, call.lease, call.newOwner)
+			})
+		})
+	}
+}
