@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/batonlock/baton/rlock"
 )
 
 // minQuorumNodes is the fewest nodes a quorum scenario may have: with
@@ -47,13 +49,24 @@ func QuorumScenarios(d time.Duration) []Scenario {
 func quorumScenario(scenario string, n int) string { return scenario + "-q" + strconv.Itoa(n) }
 
 // QuorumAlgorithms returns the contestants of the quorum scenarios, in
-// table order: redsync (Redlock) with its defaults and with a 1 ms retry
-// delay, on one pool per node.
+// table order: baton's quorum mode, and redsync (Redlock) with its
+// defaults and with a 1 ms retry delay, on one pool per node.
 func QuorumAlgorithms() []Algorithm {
 	return []Algorithm{
+		{Name: BatonName, NewQuorum: newBatonQuorum},
 		{Name: "redsync", NewQuorum: newRedsync()},
 		{Name: redsyncRetry1ms, NewQuorum: newRedsync(time.Millisecond)},
 	}
+}
+
+// newBatonQuorum is rlock's quorum mode on the worker's clients of the
+// nodes, with its defaults and the run's key prefix.
+func newBatonQuorum(e Env) (Locker, error) {
+	c, err := rlock.NewQuorum(e.Nodes, rlock.WithKeyPrefix(e.Prefix))
+	if err != nil {
+		return nil, err
+	}
+	return batonLocker{c}, nil
 }
 
 // QuorumTargets judges baton's quorum mode on the hot key and the storm of
