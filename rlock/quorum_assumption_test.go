@@ -1,0 +1,133 @@
+package rlock
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/bench/redistest"
+)
+
+// Issue 33, the assumptions of quorum mode, each broken on purpose. A
+// holds on exactly a majority, x and y (z was down while it locked, and
+// comes back empty); then x loses A's hold and its counter in a restart
+// without persistence. The nodes share this machine's clock.
+
+// quorumAssumptionNodes are the nodes x, y, z and the holder A's lock,
+// taken on x and y alone, for client a; b is another client.
+func quorumAssumptionNodes(t *testing.T) (ctx context.Context, x, y, z *redistest.Server, a, b *Client, la *Lock) {
+	ctx = testCtx(t)
+	srvs := startNodes(t, 3)
+	x, y, z = srvs[0], srvs[1], srvs[2]
+	a = newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
+	b = newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
+	z.Kill()
+	la, err := a.Lock(ctx, "assume")
+	require.NoError(t, err)
+	z.Relaunch()
+	return ctx, x, y, z, a, b, la
+}
+
+// Restarted empty at once, x grants the lock to B with z: a second holder
+// while A's Context is live. A's next renewal is confirmed by y alone, so
+// A's Context ends with ErrLockLost within a lease of B's grant; B's token
+// is still above A's, since each node's token follows its clock (the
+// nodes share one), so a fenced store refuses A's writes once B has
+// written. Kept out for a lease instead, x comes back after A's hold has
+// ended: B is granted with no overlap.
+func TestQuorumEmptyRestartBreaksExclusionUnlessDelayed(t *testing.T) {
+	t.Run("at-once", func(t *testing.T) {
+		ctx, x, y, _, _, b, la := quorumAssumptionNodes(t)
+		x.Restart()
+		lb, err := b.TryLock(ctx, "assume")
+		require.NoError(t, err, "a second holder: x and z are free")
+		granted := time.Now()
+		require.NoError(t, la.Context().Err(), "A's Context is live beside B's")
+		require.Greater(t, lb.Token(), la.Token(), "tokens still rise: they follow the nodes' clock")
+
+		store := admin(t, y)
+		ok, err := fencedWrite(ctx, store, "assume-store", lb.Token(), "B")
+		require.True(t, ok)
+		require.NoError(t, err)
+		ok, err = fencedWrite(ctx, store, "assume-store", la.Token(), "A")
+		require.False(t, ok, "the store refuses A once B has written")
+		require.NoError(t, err)
+
+		select {
+		case <-la.Context().Done():
+			t.Logf("A and B both held for %v", time.Since(granted).Round(time.Millisecond))
+		case <-time.After(steadyLease + time.Second):
+			t.Fatal("A's hold outlived its validity without a majority")
+		}
+		require.ErrorIs(t, context.Cause(la.Context()), ErrLockLost)
+		require.NoError(t, lb.Context().Err(), "B keeps its hold on x and z")
+		require.ErrorIs(t, la.Unlock(ctx), ErrLockLost)
+		require.NoError(t, lb.Unlock(ctx))
+	})
+	t.Run("kept-out-a-lease", func(t *testing.T) {
+		ctx, x, _, _, _, b, la := quorumAssumptionNodes(t)
+		x.Kill()
+		down := time.Now()
+		select {
+		case <-la.Context().Done():
+		case <-time.After(steadyLease + time.Second):
+			t.Fatal("A's hold outlived its validity without a majority")
+		}
+		require.ErrorIs(t, context.Cause(la.Context()), ErrLockLost)
+		time.Sleep(time.Until(down.Add(steadyLease)))
+		x.Relaunch()
+		lb, err := b.TryLock(ctx, "assume")
+		require.NoError(t, err)
+		require.Greater(t, lb.Token(), la.Token())
+		require.NoError(t, lb.Unlock(ctx))
+	})
+}
+
+// Tokens rely on the counters, not on the clock, only while no counter is
+// lost: when a node's counter had run ahead of the clocks (here y's, set
+// an hour ahead, as a node whose clock ran an hour fast would have left
+// it), A's token follows it and x keeps it; once x restarts empty, a
+// majority without y (paused) gives B a token below A's (as it would
+// after any outage of x shorter than y's lead). A fenced store then refuses B, the holder, until the clocks
+// pass A's token. With appendfsync always, x keeps the counter, and B's
+// token is above A's.
+func TestQuorumLostCounterAheadOfTheClockTurnsTokensBack(t *testing.T) {
+	for _, persistent := range []bool{false, true} {
+		t.Run("appendfsync-always="+strconv.FormatBool(persistent), func(t *testing.T) {
+			ctx := testCtx(t)
+			var args []string
+			if persistent {
+				args = redistest.AppendFsyncAlways
+			}
+			srvs := startNodes(t, 3, args...)
+			x, y, z := srvs[0], srvs[1], srvs[2]
+			a := newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
+			b := newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
+			k, err := newClient(t, y).lockKeys("ahead")
+			require.NoError(t, err)
+			hourAhead := uint64(time.Now().Add(time.Hour).UnixMicro())
+			require.NoError(t, admin(t, y).Set(ctx, k.Fence, hourAhead, 0).Err())
+			z.Kill()
+			la, err := a.Lock(ctx, "ahead")
+			require.NoError(t, err)
+			require.Greater(t, la.Token(), hourAhead, "A's token follows y's counter")
+			require.NoError(t, la.Unlock(ctx))
+			z.Relaunch()
+			x.Restart()
+			y.Pause()
+			t.Cleanup(y.Resume)
+			lb, err := b.Lock(ctx, "ahead")
+			require.NoError(t, err)
+			if persistent {
+				require.Greater(t, lb.Token(), la.Token(), "x kept A's token")
+			} else {
+				require.Less(t, lb.Token(), la.Token(), "B's token is below A's")
+			}
+			y.Resume()
+			require.NoError(t, lb.Unlock(ctx))
+		})
+	}
+}
