@@ -91,22 +91,26 @@ func QuorumTargets(results []Result) []Check {
 }
 
 // QuorumRoundTwo says, for each quorum size the run measured uncontended,
-// what the token's second round costs baton's Lock: its wait p50 less one
-// parallel round trip to every node (the run's PING p50, a PING sent to
-// each node at once and timed until the last answers), which is what a
-// Lock of one round costs. redsync's, whose Lock is one round, shows how
-// near that yardstick comes to a Lock of one round.
+// what the token's second round costs baton's Lock, against two
+// yardsticks of one round: the run's PING p50 (a PING sent to every node
+// at once, timed until the last answers), and the Lock p50 of redsync-1ms
+// in the same run, a SET NX sent to every node at once. Each line gives
+// baton's uncontended Lock p50 less each.
 func QuorumRoundTwo(results []Result) []string {
 	var lines []string
 	for _, n := range QuorumSizes() {
 		name := quorumScenario(uncontend, n)
-		for _, r := range results {
-			if r.Scenario != name || !slices.Contains([]string{BatonName, redsyncRetry1ms}, r.Algorithm) {
-				continue
-			}
-			lines = append(lines, fmt.Sprintf("%s  %-11s Lock p50 %s − parallel PING p50 %s = %s",
-				name, r.Algorithm, short(r.WaitP50), short(r.PingP50), signed(r.WaitP50-r.PingP50)))
+		i := slices.IndexFunc(results, func(r Result) bool { return r.Scenario == name && r.Algorithm == BatonName })
+		if i < 0 {
+			continue
 		}
+		b := results[i]
+		line := fmt.Sprintf("%s: baton Lock p50 %s − PING %s = %s", name, short(b.WaitP50), short(b.PingP50), signed(b.WaitP50-b.PingP50))
+		if j := slices.IndexFunc(results, func(r Result) bool { return r.Scenario == name && r.Algorithm == redsyncRetry1ms }); j >= 0 {
+			r := results[j]
+			line += fmt.Sprintf("; − %s's Lock %s = %s", r.Algorithm, short(r.WaitP50), signed(b.WaitP50-r.WaitP50))
+		}
+		lines = append(lines, line)
 	}
 	return lines
 }

@@ -79,3 +79,37 @@ func TestQuorumRunReachesEveryNode(t *testing.T) {
 	require.Equal(t, quorumHold, rep.Scripts[0].Hold)
 	require.Equal(t, 1.0, rep.Scripts[0].Release.ScriptsPerCall, "one node's share")
 }
+
+// QuorumTargets judges baton on each size's hot key and storm against the
+// redsync variants of the same scenario alone; QuorumRoundTwo gives
+// baton's uncontended Lock less each yardstick of one round.
+func TestQuorumTargetsAndRoundTwo(t *testing.T) {
+	res := func(algo, scenario string, acq float64, p99 time.Duration, fair float64) Result {
+		return Result{Algorithm: algo, Scenario: scenario, AcqPerSec: acq, WaitP99: p99, Fairness: fair}
+	}
+	results := []Result{
+		res(BatonName, "hot-key-q3", 500, 10*time.Millisecond, 0.9),
+		res("redsync", "hot-key-q3", 400, 300*time.Millisecond, 0),
+		res(redsyncRetry1ms, "hot-key-q3", 300, 30*time.Millisecond, 0.5),
+		res(BatonName, "storm-q3", 100, 10*time.Millisecond, 0.5),
+		res(redsyncRetry1ms, "storm-q3", 200, 20*time.Millisecond, 0.1),
+		res("redsync", hotKey, 10_000, time.Microsecond, 1), // another scenario's: not compared
+	}
+	got := map[string]string{}
+	for _, c := range QuorumTargets(results) {
+		got[c.Target] = c.Status
+	}
+	require.Equal(t, "PASS", got["hot-key-q3: wait p99 ≤ 1/3 of the best's"])
+	require.Equal(t, "PASS", got["hot-key-q3: acq/s ≥ every redsync's"])
+	require.Equal(t, "PASS", got["hot-key-q3: fairness ≥ 0.8"])
+	require.Equal(t, "MISS", got["storm-q3: wait p99 ≤ 1/3 of the best's"])
+	require.Equal(t, "MISS", got["storm-q3: acq/s ≥ every redsync's"])
+	require.Equal(t, "MISS", got["storm-q3: fairness ≥ 0.8"])
+	require.Equal(t, "SKIP", got["storm-q5: fairness ≥ 0.8"])
+
+	results = append(results,
+		Result{Algorithm: BatonName, Scenario: "uncontended-q3", WaitP50: 3 * time.Millisecond, PingP50: 2 * time.Millisecond},
+		Result{Algorithm: redsyncRetry1ms, Scenario: "uncontended-q3", WaitP50: 2500 * time.Microsecond})
+	require.Equal(t, []string{"uncontended-q3: baton Lock p50 3ms − PING 2ms = 1ms; − redsync-1ms's Lock 2.5ms = 500µs"},
+		QuorumRoundTwo(results))
+}

@@ -205,7 +205,7 @@ func WriteJudged(w io.Writer, rep Report) error {
 		return err
 	}
 	if lines := QuorumRoundTwo(rep.Results); len(lines) > 0 {
-		fmt.Fprintln(w, "\nthe quorum token's second round, uncontended: Lock p50 less one round to every node")
+		fmt.Fprintln(w, "\nthe quorum token's second round: uncontended Lock p50 less one round to every node")
 		for _, l := range lines {
 			fmt.Fprintln(w, "  "+l)
 		}
