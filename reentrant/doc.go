@@ -70,6 +70,87 @@
 // renewal never shorten it: the holds of one owner were promised at least
 // what the longest of them asked for.
 //
+// # Quorum mode
+//
+// One lock may span N independent masters (rlock.NewQuorum, N ≥ 3), each
+// running the plain lock's scripts above unchanged, under one owner: a
+// hold is made on a majority M = ⌊N/2⌋+1 of them, in two rounds.
+//
+// Round 1. Each node runs its acquire (or, for a waiter, its look), all
+// at once. A node that grants the lock gives it the token t_i of a new
+// hold there, the larger of its counter's next value and its clock, read
+// in the same script as the grant: so t_i is above every value that
+// node's counter had when it granted. The quorum's token is
+// T = max t_i over the nodes that granted.
+//
+// Round 2. Each granted node runs lua/quorum_raise.lua (Keys.Raise): in
+// one script, and only while the owner still holds the lock there under
+// t_i, its counter becomes T. The counter's value is the hold's ID on a
+// node (see Holds and tokens), so T is now the hold's ID on every node
+// that committed: its renewals, re-entries and release there name it by
+// T, with the scripts of one node. A node that did not commit is given
+// back (Raise, which tells whether it still holds, then release by T).
+//
+// When it counts. T is the hold's token once M nodes have committed it,
+// all their replies received before the validity: the first send of
+// round 1, plus the lease, less the drift margin, as on one node. Short of
+// that, every node that granted is given back. The hold stays valid while
+// M nodes confirm its renewals, each by that same rule.
+//
+// Why two holders never overlap. Two counted holds H and H' have M nodes
+// each, so a node n in common. A node grants one owner at a time, so H'
+// was granted n only once H's hold there had ended: released, or expired,
+// which is past H's validity (its lease there ran from after the first
+// send, and the drift margin covers the rates of the clocks).
+//
+// Why tokens rise from holder to holder. Take H before H' at n, as above.
+// H committed T at n while it held n (the raise checks that), so before
+// H' was granted n. The counter only rises while it lives (scripts set it
+// to a larger value or keep it), so H' read a value at least T at n, and
+// t'_n > T, so T' ≥ t'_n > T. The same holds at every node in common, so
+// no two counted holds order differently at two nodes (each would be above
+// the other). Nothing here compares the nodes' clocks: T' > T rests on
+// the counters alone. Two things can take a counter away:
+//   - Its expiry (see Footprint): a raise keeps the counter at least until
+//     T's time plus 2L by the node's own clock (PEXPIREAT GT), so a
+//     counter gone is one whose node's clock has passed T, and t'_n, at
+//     least that clock, is above T. This rests on one node's clock not
+//     stepping back by 2L, the assumption a single node makes; never on
+//     clocks agreeing across nodes, which a quorum's tokens (the largest of
+//     the nodes' clock readings) may run ahead of by any skew.
+//   - The loss of a node's data (a restart without persistence). Then n
+//     forgets T, and H' may be granted there at once, with t'_n from n's
+//     clock alone, and, where H' needs no other node of H's, T' < T: the
+//     token goes backwards, and if the restart falls inside H's validity,
+//     H and H' overlap as well. So a quorum's counters must not be lost:
+//     appendfsync always; or a node restarted without its data stays out
+//     for a lease (then holds never overlap, as any hold n had has ended
+//     elsewhere, and tokens still rise provided the nodes' clocks are
+//     within that lease of each other, since n's clock then passed every
+//     token of a hold that ended before it came back).
+//
+// Waiting. A waiter subscribes on every node's grant line and queues on
+// every node (a look as a waiter), and every message on any of them
+// wakes it; it then looks once, on every node, whatever woke it. A split
+// vote (each node granting a different head) must not deadlock, so a look
+// that gets fewer than M grants keeps only those of a prefix of the nodes
+// in their fixed order (nodes that failed in this look skipped), up to
+// the first that answered without a grant, and gives back the rest, which
+// passes each to its node's next waiter. Two waiters that see the same
+// nodes fail both start their prefix at the same node, which only one of
+// them can hold: so at most one waiter keeps grants, it is queued on every
+// node it lacks, and every other waiter passes on what it is granted; each
+// node's lock thus reaches it within one pass per waiter queued before it,
+// and nobody takes a lock past a queue. It waits for the holder only, and
+// the waiters after it wait for it: no cycle, so no deadlock, and with one
+// look per wake-up, no livelock. (Waiters that see different nodes fail
+// may start at different nodes; their next look, at the latest a third of
+// a lease later, sees again.) The order is first-come at the first node,
+// not across nodes.
+//
+// Footprint of quorum mode: the same keys on each node as the plain lock,
+// no more; the counter's expiry is the raised token's.
+//
 // # The baton pass
 //
 // Waiters queue in Redis, and whatever frees the lock hands it on in the

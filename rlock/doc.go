@@ -45,8 +45,10 @@
 // (Client.RWLock) and a counting semaphore (Client.Semaphore), whose
 // Permits are owned, leased, renewed and granted in strict FIFO order.
 //
-// Redis is a single primary here, not Redlock: a failover can lose a lock, so
-// pass Token() to the storage you protect and have it reject stale tokens.
+// On one deployment (New), Redis is a single primary: a failover can lose a
+// lock, so pass Token() to the storage you protect and have it reject stale
+// tokens. NewQuorum spans independent masters instead (Redlock's setting),
+// with tokens that still rise from holder to holder (see Quorum mode below).
 // It does not own the Redis client, the key layout and scripts (package
 // reentrant), the pub/sub connections (package notify) or the renewal
 // schedule (package watchdog); those are building blocks that may change
@@ -134,6 +136,21 @@
 // under the same request ID while Redis cannot be reached, up to the lease
 // of what they give back; Close waits for them up to its own bound, then
 // cancels them.
+//
+// Quorum mode. A Client from NewQuorum holds its holds in its own table and
+// watchdog, as any Client; its resource (quorumLock) is the lock on each
+// node, and each node is a Client of its own whose scripts, grant line and
+// clean-ups of unclaimed grants serve it. Every call goes to every node at
+// once and returns as soon as the answers decide it (a majority, or too
+// many refusals for one): a paused or slow node delays none. A look is the
+// protocol's two rounds (package reentrant, Quorum mode), or a renewal of
+// a grant the waiter keeps; its waiting is the attempt's own loop, with
+// every node's grant line as one wake source (anyWake) and every message a
+// nudge to look (subscribed.grants is false). The watchdog's batch is one
+// pipeline per node; a hold's validity moves once a majority confirmed
+// its renewal. A reply that comes after its call stopped listening is
+// never dropped: a grant or commit joins the hold its look made, or is
+// given back, and a failure is undone by replay, as on one node.
 //
 // # Glossary
 //

@@ -9,7 +9,8 @@ import (
 )
 
 // inspectQuorum is Inspect in quorum mode: the nodes' states, read at
-// once, as the quorum sees them. A holder is an owner a majority of nodes
+// once (a paused node delays it up to its read timeout), as the quorum
+// sees them. A holder is an owner a majority of nodes
 // has; TTL is how long a majority still keeps its hold (the majority-th
 // longest of the nodes' TTLs); LastToken is the highest of the nodes'.
 // Fewer than a majority answering is ErrNoQuorum.
@@ -29,8 +30,7 @@ func (c *Client) inspectQuorum(ctx context.Context, name string) (State, error) 
 	seen := map[string][]int64{} // owner → its count on each node that has it
 	st := State{Holders: map[string]int64{}}
 	for _, rep := range replies {
-		t.count(rep.node, true, rep.err)
-		if rep.err != nil {
+		if t.count(rep.node, true, rep.err); rep.err != nil {
 			continue
 		}
 		ttls = append(ttls, rep.val.TTL)
@@ -53,7 +53,7 @@ func (c *Client) inspectQuorum(ctx context.Context, name string) (State, error) 
 }
 
 // forceUnlockQuorum is ForceUnlock in quorum mode: the lock is deleted on
-// every node that answers, and the hold this client has of it, if any is
+// every node (it returns once a majority has answered), and the hold this client has of it, if any is
 // among those deleted, is lost. Fewer than a majority answering is
 // ErrNoQuorum, with the lock deleted where they did.
 func (c *Client) forceUnlockQuorum(ctx context.Context, name string) (int64, error) {
@@ -61,16 +61,14 @@ func (c *Client) forceUnlockQuorum(ctx context.Context, name string) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	replies, err := everyNode(ctx, r, func(ctx context.Context, i int) (uint64, error) {
+	replies, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (uint64, error) {
 		return r.nodes[i].keys.ForceRelease(ctx, r.nodes[i].rdb, newRequestID())
-	})
+	}, func(uint64) bool { return true }, func(nodeReply[uint64]) {})
 	if err != nil {
 		return 0, err
 	}
-	var t tally
 	var deleted uint64
 	for _, rep := range replies {
-		t.count(rep.node, true, rep.err)
 		deleted = max(deleted, rep.val)
 	}
 	_, verr := r.verdict(t)

@@ -89,6 +89,7 @@ func (r *quorumLock) decided(t tally) bool {
 // majority confirmed it; it found the hold not held once too many nodes
 // did for a majority to hold it.
 func (r *quorumLock) release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error) {
+	r.releasing.Store(true)
 	// A node's release that failed, or answered after the verdict, is
 	// resent under the same request ID until it is answered: the hold
 	// there would otherwise stay until its lease ran out.
@@ -144,23 +145,28 @@ func (r *quorumLock) renew(ctx context.Context, owner string, id uint64, lease t
 
 // reenter re-enters owner's hold of token call.hold on every node at once:
 // re-entry is counted on each node, as on one. It holds once a majority
-// re-entered; a hold fewer nodes keep is gone (HoldGone), and the counts it
-// added are given back. Its errors are givenBack.
+// re-entered; a hold too few nodes keep is gone (HoldGone), and the counts
+// it added are given back. Its errors are givenBack.
 func (r *quorumLock) reenter(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
-	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
-		func(ctx context.Context, i int) (reentrant.AcquireResult, error) {
-			return r.nodes[i].acquire(ctx, call)
-		},
-		func([]nodeReply[reentrant.AcquireResult]) bool { return false },
-		func(late nodeReply[reentrant.AcquireResult]) { r.undoReentry(late, call) })
-	var t tally
+	// A node's re-entry answered after the verdict counts there if the
+	// re-entry holds, as its release will go there too; it is undone
+	// otherwise.
+	out := &outcome{done: make(chan struct{})}
+	defer close(out.done)
+	replies, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (reentrant.AcquireResult, error) {
+		return r.nodes[i].acquire(ctx, call)
+	}, func(res reentrant.AcquireResult) bool { return res.Acquired }, func(late nodeReply[reentrant.AcquireResult]) {
+		<-out.done
+		if !out.made || late.err != nil {
+			r.undoReentry(late, call)
+		}
+	})
 	var count int64
 	for _, rep := range replies {
-		t.count(rep.node, rep.val.Acquired, rep.err)
 		count = max(count, rep.val.HoldCount)
 	}
 	held, verdict := r.verdict(t)
-	if err == nil && held {
+	if out.made = err == nil && held; out.made {
 		return reentrant.AcquireResult{Acquired: true, HoldCount: count, Token: call.hold}, nil
 	}
 	for _, rep := range replies {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonlock/baton/reentrant"
@@ -29,6 +30,10 @@ type quorumLock struct {
 	// token): the first nodes in order that grant it, up to the first
 	// that answers and does not (see acquire).
 	kept map[int]uint64
+
+	// releasing is set once a release of the hold is sent: a node that
+	// joins the hold after that gives itself back (see joinLate).
+	releasing atomic.Bool
 }
 
 // lock is the quorum lock called name, or says why it cannot be
@@ -125,17 +130,19 @@ func (r *quorumLock) acquire(ctx context.Context, call acquireCall) (reentrant.A
 // no two waiters hold parts of the lock while waiting for each other.
 func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	start := time.Now()
+	out := &outcome{done: make(chan struct{})}
+	defer close(out.done)
 	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
 		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call) },
 		func(got []nodeReply[nodeTake]) bool { return countGranted(got) >= r.q.majority },
-		func(late nodeReply[nodeTake]) { r.settleLate(late, call) })
+		func(late nodeReply[nodeTake]) { r.settleLate(late, call, out) })
 	granted, failed := map[int]uint64{}, map[int]error{}
 	ttl, count := time.Duration(-1), int64(1)
 	for _, rep := range replies {
 		switch {
 		case rep.err != nil:
 			failed[rep.node] = rep.err
-			r.settleLate(rep, call) // it may have run: undo it
+			r.settleLate(rep, call, out) // it may have run: undo it
 		case rep.val.granted:
 			granted[rep.node] = rep.val.token
 			count = max(count, rep.val.count)
@@ -147,7 +154,7 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		return reentrant.AcquireResult{}, r.fail(call, granted, err)
 	}
 	if len(granted) >= r.q.majority {
-		return r.commit(ctx, call, start, granted, count)
+		return r.commit(ctx, call, start, granted, count, out)
 	}
 	if len(r.nodes)-len(failed) < r.q.majority {
 		return reentrant.AcquireResult{}, r.fail(call, granted, r.q.unreachable(r.name(), failed))
@@ -198,29 +205,20 @@ func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed
 // granted node raises its counter to T while the hold there is still
 // this owner's; T counts once a majority has, within the validity from
 // start. What it does not keep it gives back.
-func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Time, granted map[int]uint64, count int64) (reentrant.AcquireResult, error) {
+func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Time, granted map[int]uint64, count int64, out *outcome) (reentrant.AcquireResult, error) {
 	var T uint64
 	var nodes []int
 	for i, t := range granted {
 		T = max(T, t)
 		nodes = append(nodes, i)
 	}
-	// A node that commits after the outcome is known joins the hold if it
-	// was made (its release and renewals name it by T, as every node's),
-	// and is given back otherwise.
-	made, decided := false, make(chan struct{})
+	out.token = T
 	replies, err := fanOut(ctx, r.c, call.lease, nodes,
 		func(ctx context.Context, i int) (bool, error) {
 			return r.nodes[i].keys.Raise(ctx, r.nodes[i].rdb, call.owner, granted[i], T, call.lease)
 		},
 		func(got []nodeReply[bool]) bool { return countTrue(got) >= r.q.majority },
-		func(late nodeReply[bool]) {
-			<-decided
-			if !made || late.err != nil || !late.val {
-				r.giveBackOn(late.node, call, granted[late.node], T)
-			}
-		})
-	defer close(decided)
+		func(late nodeReply[bool]) { r.joinLate(late.node, call, granted[late.node], out) })
 	committed, failed := map[int]bool{}, map[int]error{}
 	for _, rep := range replies {
 		switch {
@@ -233,8 +231,8 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 	r.mu.Lock()
 	r.kept = map[int]uint64{}
 	r.mu.Unlock()
-	made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
-	if !made {
+	out.made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
+	if !out.made {
 		// Those that answered are given back here, the rest when they do.
 		for _, rep := range replies {
 			r.giveBackOn(rep.node, call, granted[rep.node], T)
@@ -294,16 +292,61 @@ func (r *quorumLock) giveUp(call acquireCall, granted map[int]uint64) {
 	}
 }
 
+// outcome is what a look made, for the replies that come after it
+// stopped listening: they wait for done.
+type outcome struct {
+	done  chan struct{} // closed once the look has returned
+	made  bool          // it made a hold
+	token uint64        // the hold's token, when made
+}
+
 // settleLate deals with a round-1 reply that came after its look stopped
-// listening, or failed: a grant is given back; a failed acquire may have
-// run, so it is undone (see undoOn).
-func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall) {
+// listening, or failed: a grant joins the hold the look made, if any (see
+// joinLate); a failed acquire may have run, so it is undone (see undoOn).
+func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall, out *outcome) {
 	switch {
 	case rep.err != nil:
 		r.c.background.run(call.lease, func(ctx context.Context) { r.undoOn(ctx, rep.node, call) })
 	case rep.val.granted:
-		r.giveBackOn(rep.node, call, rep.val.token, rep.val.token)
+		r.joinLate(rep.node, call, rep.val.token, out)
 	}
+}
+
+// joinLate makes node i's hold, granted under token from but answered
+// after its look stopped listening, part of the hold the look made: its
+// counter is raised to the hold's token, by which the hold's renewals and
+// release name every node. So a hold is on every node that granted it,
+// not only on the majority that answered first, and outlives the loss of
+// any minority. The node is given back instead where the look made no
+// hold, or whose token is above the hold's, or once a release of the hold
+// has been sent (it may have reached the node before the raise, and found
+// nothing there): a count given back twice on a node is refused there the
+// second time (the release names the hold by its token).
+func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, out *outcome) {
+	r.c.background.run(call.lease, func(ctx context.Context) {
+		select {
+		case <-out.done:
+		case <-ctx.Done():
+			return
+		}
+		// A counter is never lowered: a grant above the hold's token
+		// cannot join it.
+		if !out.made || from > out.token {
+			r.giveBackOn(i, call, from, from)
+			return
+		}
+		p := r.nodes[i]
+		var held bool
+		err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+			held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, out.token, call.lease)
+			return err
+		})
+		// Read after the raise's reply: a release sent after this read
+		// reaches the node after the raise, and finds the hold.
+		if err == nil && held && r.releasing.Load() {
+			releaseRetrying(ctx, p, call.owner, out.token)
+		}
+	})
 }
 
 // undoOn undoes round 1 on node i after its reply was lost, as
