@@ -24,11 +24,21 @@ func quorumAssumptionNodes(t *testing.T) (ctx context.Context, x, y, z *redistes
 	x, y, z = srvs[0], srvs[1], srvs[2]
 	a = newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
 	b = newQuorumClient(t, srvs, WithWatchdogLease(steadyLease))
-	z.Kill()
-	la, err := a.Lock(ctx, "assume")
-	require.NoError(t, err)
-	z.Relaunch()
+	la = lockWithout(ctx, t, a, z, "assume")
 	return ctx, x, y, z, a, b, la
+}
+
+// lockWithout takes name for c while node z is down, and relaunches z,
+// empty, once the lock's validity has passed: until then c resends its
+// acquire to z, and a late grant there would join the hold.
+func lockWithout(ctx context.Context, t *testing.T, c *Client, z *redistest.Server, name string) *Lock {
+	z.Kill()
+	start := time.Now()
+	l, err := c.Lock(ctx, name)
+	require.NoError(t, err)
+	time.Sleep(time.Until(start.Add(steadyLease)))
+	z.Relaunch()
+	return l
 }
 
 // Restarted empty at once, x grants the lock to B with z: a second holder
@@ -110,12 +120,9 @@ func TestQuorumLostCounterAheadOfTheClockTurnsTokensBack(t *testing.T) {
 			require.NoError(t, err)
 			hourAhead := uint64(time.Now().Add(time.Hour).UnixMicro())
 			require.NoError(t, admin(t, y).Set(ctx, k.Fence, hourAhead, 0).Err())
-			z.Kill()
-			la, err := a.Lock(ctx, "ahead")
-			require.NoError(t, err)
+			la := lockWithout(ctx, t, a, z, "ahead")
 			require.Greater(t, la.Token(), hourAhead, "A's token follows y's counter")
 			require.NoError(t, la.Unlock(ctx))
-			z.Relaunch()
 			x.Restart()
 			y.Pause()
 			t.Cleanup(y.Resume)

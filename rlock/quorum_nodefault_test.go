@@ -85,7 +85,9 @@ func runQuorumFaults(t *testing.T, n int, f nodeFaults) {
 	require.Empty(t, ledger.LRange(ctx, ledgerErrors, 0, 20).Val(), "the children's unexpected errors")
 	require.Empty(t, overlaps(holds), "holds whose Contexts were live at once")
 	require.Empty(t, tokenRegressions(holds), "tokens not strictly increasing from holder to holder")
-	require.Greater(t, len(holds), 200, "too few holds to judge")
+	// The children hold a few hundred times in a run (the quorum's
+	// contended throughput, on 2 loaded cores); 50 is a run that worked.
+	require.Greater(t, len(holds), 50, "too few holds to judge")
 	require.Positive(t, faults["pause"], "no node was paused")
 	require.Positive(t, faults["restart"], "no node was restarted")
 	require.Positive(t, faults["child"], "no child was killed")
@@ -93,8 +95,9 @@ func runQuorumFaults(t *testing.T, n int, f nodeFaults) {
 
 // quorumFaultLoop keeps familyProcs children from start running for
 // quorumFaultRun, and every 150-450 ms may SIGKILL one (and start a fresh
-// one), or fault a node: pause it for up to two leases, or kill it and
-// restart it as f says. One node at most is out at a time. Then it ends
+// one), or fault a node at random: pause it for up to two leases, or kill
+// it and restart it as f says, the two in turn. One node at most is out at
+// a time. Then it ends
 // the fault, stops the children (which must end cleanly) and returns the
 // faults it made, by kind.
 func quorumFaultLoop(t *testing.T, nodes []*redistest.Server, f nodeFaults, start func() *child) map[string]int {
@@ -127,7 +130,7 @@ func quorumFaultLoop(t *testing.T, nodes []*redistest.Server, f nodeFaults, star
 		case out == nil && rand.IntN(2) == 0:
 			node := nodes[rand.IntN(len(nodes))]
 			switch {
-			case rand.IntN(2) == 0:
+			case made["pause"] <= made["restart"]:
 				node.Pause()
 				out, paused, back = node, true, time.Now().Add(rand.N(2*quorumFaultLease))
 				made["pause"]++
