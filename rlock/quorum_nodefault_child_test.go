@@ -42,12 +42,8 @@ func runQuorumChild(in io.Reader) error {
 	if err != nil {
 		return err
 	}
-	stop, cancel := context.WithCancel(context.Background())
+	stop, cancel := untilClosed(in)
 	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, in)
-		cancel()
-	}()
 	var nodes []redis.UniversalClient
 	for _, addr := range strings.Split(os.Getenv(helperNodes), ",") {
 		o := redistest.Options(addr)

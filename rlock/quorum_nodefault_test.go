@@ -111,13 +111,7 @@ func quorumFaultLoop(t *testing.T, nodes []*redistest.Server, f nodeFaults, star
 	var paused bool
 	for end := time.Now().Add(quorumFaultRun); time.Now().Before(end); {
 		time.Sleep(150*time.Millisecond + rand.N(300*time.Millisecond))
-		for _, ch := range kids {
-			select {
-			case <-ch.read:
-				t.Fatalf("a child ended by itself:\n%s", ch.stderr.String())
-			default:
-			}
-		}
+		requireRunning(t, kids)
 		switch {
 		case out != nil && time.Now().After(back):
 			endFault(out, paused)

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,10 +35,7 @@ func TestQuorumRunStartsItsNodesBehindProxies(t *testing.T) {
 	require.Contains(t, stdout.String(), "the quorum token's second round")
 	fitIn100Columns(t, stdout.String()+stderr.String())
 
-	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
-	require.NoError(t, err)
-	var rep bench.Report
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep := readReport(t, o.out)
 	require.Len(t, rep.Results, 2*len(bench.QuorumAlgorithms()))
 	for _, r := range rep.Results {
 		require.True(t, strings.HasPrefix(r.Scenario, "uncontended-q"), r.Scenario)
