@@ -47,6 +47,16 @@ func defaultConfig() config {
 	return config{watchdogLease: DefaultWatchdogLease, renewBatchSize: DefaultRenewBatchSize, slowWait: DefaultSlowWait}
 }
 
+// newConfig is the configuration opts make, or the first error found in
+// it.
+func newConfig(opts []Option) (config, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg, cfg.validate()
+}
+
 func (c config) validate() error {
 	if c.watchdogLease < MinLease {
 		return fmt.Errorf("%w: WithWatchdogLease(%v) is below MinLease (%v)", ErrInvalidLease, c.watchdogLease, MinLease)

@@ -1,0 +1,161 @@
+package rlock
+
+// The clean-ups of quorum mode: what a look gives back, or joins to its
+// hold, of the replies it did not wait for or that failed.
+
+import (
+	"context"
+	"slices"
+
+	"github.com/batonlock/baton/reentrant"
+)
+
+// fail ends a call whose look failed with err: it gives back every grant
+// (giveUp) and leaves every node's queue, both in the background, and
+// returns err as givenBack.
+func (r *quorumLock) fail(call acquireCall, granted map[int]uint64, err error) error {
+	r.giveUp(call, granted)
+	r.leaveOthers(call, nil)
+	return givenBack{err}
+}
+
+// giveUp gives back every grant of a look that takes nothing, and the
+// grants kept before it; the call's waiters stay queued (its leave takes
+// them out).
+func (r *quorumLock) giveUp(call acquireCall, granted map[int]uint64) {
+	r.mu.Lock()
+	kept := r.kept
+	r.kept = map[int]uint64{}
+	r.mu.Unlock()
+	for i, t := range kept {
+		if _, ok := granted[i]; !ok {
+			r.giveBackOn(i, call, t, t)
+		}
+	}
+	for i, t := range granted {
+		r.giveBackOn(i, call, t, t)
+	}
+}
+
+// outcome is what a look made, for the replies that come after it
+// stopped listening: they wait for done.
+type outcome struct {
+	done  chan struct{} // closed once the look has returned
+	made  bool          // it made a hold
+	token uint64        // the hold's token, when made
+}
+
+// settleLate deals with a round-1 reply that came after its look stopped
+// listening, or failed: a grant joins the hold the look made, if any (see
+// joinLate); a failed acquire may have run, so it is undone (see undoOn).
+func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall, out *outcome) {
+	switch {
+	case rep.err != nil:
+		r.c.background.run(call.lease, func(ctx context.Context) { r.undoOn(ctx, rep.node, call) })
+	case rep.val.granted:
+		r.joinLate(rep.node, call, rep.val.token, out)
+	}
+}
+
+// joinLate makes node i's hold, granted under token from but answered
+// after its look stopped listening, part of the hold the look made: its
+// counter is raised to the hold's token, by which the hold's renewals and
+// release name every node. So a hold is on every node that granted it,
+// not only on the majority that answered first, and outlives the loss of
+// any minority. The node is given back instead where the look made no
+// hold, or whose token is above the hold's, or once a release of the hold
+// has been sent (it may have reached the node before the raise, and found
+// nothing there): a count given back twice on a node is refused there the
+// second time (the release names the hold by its token).
+func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, out *outcome) {
+	r.c.background.run(call.lease, func(ctx context.Context) {
+		select {
+		case <-out.done:
+		case <-ctx.Done():
+			return
+		}
+		// A counter is never lowered: a grant above the hold's token
+		// cannot join it.
+		if !out.made || from > out.token {
+			// Round 2 may have raised it (a reply held back past the
+			// look): the give-back raises it to the same token first.
+			r.giveBackOn(i, call, from, max(from, out.token))
+			return
+		}
+		p := r.nodes[i]
+		var held bool
+		err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+			held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, out.token, call.lease)
+			return err
+		})
+		// Read after the raise's reply: a release sent after this read
+		// reaches the node after the raise, and finds the hold.
+		if err == nil && held && r.releasing.Load() {
+			releaseRetrying(ctx, p, call.owner, out.token)
+		}
+	})
+}
+
+// undoOn undoes round 1 on node i after its reply was lost, as
+// attempt.undo does: a replay without the waiter tells whether it ran
+// (and holds the lock either way), and one release gives back what it
+// held; the waiter leaves the node's queue.
+func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
+	r.mu.Lock()
+	w := r.waiters[i]
+	r.mu.Unlock()
+	p := r.nodes[i]
+	if w.ID != "" {
+		_ = untilAnswered(ctx, func(ctx context.Context) error {
+			return p.leave(ctx, w, call.owner, call.lease, call.newOwner)
+		})
+	}
+	call.waiter = reentrant.Waiter{}
+	var res reentrant.AcquireResult
+	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+		res, err = p.acquire(ctx, call)
+		return err
+	})
+	if err == nil && res.Acquired {
+		releaseRetrying(ctx, p, call.owner, res.Token)
+	}
+}
+
+// giveBackOn gives back, in the background, the hold node i granted under
+// token from, which round 2 may have raised to to: raising it again (a
+// no-op if it was) tells whether the node still holds it, and names it by
+// to, which the release then gives back.
+func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64) {
+	p := r.nodes[i]
+	r.c.background.run(call.lease, func(ctx context.Context) {
+		var held bool
+		err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+			held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, to, call.lease)
+			return err
+		})
+		if err == nil && held {
+			releaseRetrying(ctx, p, call.owner, to)
+		}
+	})
+}
+
+// leaveOthers takes the call's waiter out of the queue of every node that
+// did not grant it, in the background: a grant such a node hands it later
+// would be passed on by its Client all the same (unclaimedGrant), one pass
+// later.
+func (r *quorumLock) leaveOthers(call acquireCall, granted map[int]uint64) {
+	r.mu.Lock()
+	waiters := slices.Clone(r.waiters)
+	r.mu.Unlock()
+	for i, w := range waiters {
+		if _, ok := granted[i]; ok || w.ID == "" {
+			continue
+		}
+		p := r.nodes[i]
+		r.c.background.run(call.lease, func(ctx context.Context) {
+			_ = untilAnswered(ctx, func(ctx context.Context) error {
+				return p.leave(ctx, w, call.owner, call.lease, call.newOwner)
+			})
+		})
+	}
+}
