@@ -45,6 +45,19 @@ func QuorumScenarios(d time.Duration) []Scenario {
 	return out
 }
 
+// QuorumRTTScenarios names the quorum scenarios a run with a delay runs by
+// default: the uncontended and the hot key of each size. In the storm, 32
+// workers' round trips through a delay proxy per node measure the
+// proxies, which run in the bench process (on 2 cores, PINGs of 40-90 ms
+// there against 2 ms in the others).
+func QuorumRTTScenarios() []string {
+	var out []string
+	for _, n := range QuorumSizes() {
+		out = append(out, quorumScenario(uncontend, n), quorumScenario(hotKey, n))
+	}
+	return out
+}
+
 // quorumScenario is the name of scenario on n nodes.
 func quorumScenario(scenario string, n int) string { return scenario + "-q" + strconv.Itoa(n) }
 

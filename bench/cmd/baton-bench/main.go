@@ -239,7 +239,10 @@ func selectScenarios(o options, set map[string]bool) ([]bench.Scenario, error) {
 	list, all := o.scenarios, bench.AllScenarios(d)
 	switch {
 	case o.quorum:
-		all = bench.QuorumScenarios(d) // all of them by default, -rtt or not
+		all = bench.QuorumScenarios(d)
+		if list == "" && o.rtt > 0 {
+			list = strings.Join(bench.QuorumRTTScenarios(), ",")
+		}
 	case list != "":
 	case o.cluster != "":
 		list = "many-keys" // the scenario that spreads over the slots

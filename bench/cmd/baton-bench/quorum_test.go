@@ -26,7 +26,12 @@ func TestQuorumRunStartsItsNodesBehindProxies(t *testing.T) {
 	o := options{quorum: true, rtt: rtt, duration: 100 * time.Millisecond, rounds: 1, out: t.TempDir()}
 	all, err := selectScenarios(o, map[string]bool{})
 	require.NoError(t, err)
-	require.Equal(t, bench.QuorumScenarios(o.duration), all, "-quorum's default, -rtt or not")
+	require.Equal(t, bench.QuorumRTTScenarios(), names(all, func(s bench.Scenario) string { return s.Name }), "-quorum -rtt's default")
+	o.rtt = 0
+	all, err = selectScenarios(o, map[string]bool{})
+	require.NoError(t, err)
+	require.Equal(t, bench.QuorumScenarios(o.duration), all, "-quorum's default")
+	o.rtt = rtt
 	o.scenarios = "uncontended-q3,uncontended-q5"
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(ctx, o, map[string]bool{}, &stdout, &stderr))
