@@ -142,7 +142,9 @@
 // Their server figures sum the nodes; their server time per call is the
 // first node's share of a quorum of 3. QuorumTargets judges baton against
 // redsync on the hot key and in the storm of each size: wait p99 ≤ 1/3 of
-// the best redsync's, acq/s ≥ the fastest's, fairness ≥ 0.8.
+// the best redsync's, acq/s ≥ the fastest's, fairness ≥ 0.8. A run with
+// a delay puts a DelayProxy before each node, and runs the uncontended
+// and hot-key quorum scenarios by default (QuorumRTTScenarios).
 //
 // # Targets
 //

@@ -32,7 +32,8 @@
 //
 // With -quorum it runs the quorum scenarios instead: baton's quorum mode
 // against redsync (Redlock), one lock across 3 and across 5 throwaway
-// redis-servers, uncontended, on the hot key and in the storm:
+// redis-servers, uncontended, on the hot key and in the storm (with -rtt,
+// a delay proxy before each node, and by default no storm):
 //
 //	go run ./bench/cmd/baton-bench -quorum
 //	go run ./bench/cmd/baton-bench -quorum -rtt 500us
