@@ -86,8 +86,7 @@ func TestQuorumResendsAndCancellation(t *testing.T) {
 				}
 				require.NoError(t, l.Unlock(ctx))
 			}
-			require.Eventually(t, func() bool { return quorumLeftovers(t, ctx, srvs, "resent") == 0 },
-				5*time.Second, 10*time.Millisecond, "left behind")
+			requireNothingLeft(t, ctx, srvs, "resent")
 			other := newQuorumClient(t, srvs)
 			got, err := other.TryLock(ctx, "resent")
 			require.NoError(t, err)
