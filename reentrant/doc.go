@@ -353,7 +353,9 @@
 // server's role), lua/token.lua (the fencing token), lua/record.lua (the queue record's reader),
 // lua/publish.lua (the write probe, and deliver, which publishes a grant
 // and judges its waiter's liveness) and lua/grant.lua (the grant, and
-// passOn, the tail that grants or deletes). A shared resource's
+// passOn, the tail that grants or deletes). Quorum mode's raise
+// (lua/quorum_raise.lua) runs lua/master.lua and lua/token.lua only. A
+// shared resource's
 // scripts (lua/shared_*.lua) run lua/shared.lua (the holds) and
 // lua/shared_grant.lua (their grant) in place of lua/grant.lua. The
 // Redisson format's scripts that set a lease run lua/redisson_lease.lua
