@@ -67,13 +67,20 @@ func TestQuorumRunReachesEveryNode(t *testing.T) {
 		c, err := redisproc.ReadCommands(ctx, rdb)
 		require.NoError(t, rdb.Close())
 		require.NoError(t, err)
-		// Each Lock sets the key on every node; the script cost's calls
-		// are the first node's only.
-		require.GreaterOrEqual(t, c.Calls["set"], r.Acquisitions, "node %d", i)
-		require.GreaterOrEqual(t, c.Calls["ping"], int64(10), "the pinger reaches node %d", i)
+		// Each Lock sets the key on every node, but for the last, whose
+		// ctx the run's end may cancel once a majority has answered.
+		require.GreaterOrEqual(t, c.Calls["set"], r.Acquisitions-1, "node %d", i)
+		// The worker's warm-up PINGs each node once; the pinger's make
+		// the rest (one every 10 ms).
+		require.GreaterOrEqual(t, c.Calls["ping"], int64(2), "the pinger reaches node %d", i)
 	}
-	require.GreaterOrEqual(t, r.ServerCommands["set"], 3*r.Acquisitions, "the server figures sum the nodes")
-	require.InDelta(t, 3*2, r.ClientPerAcq, 0.1, "a Lock and an Unlock on each node, counted on every client")
+	require.GreaterOrEqual(t, r.ServerCommands["set"], 3*r.Acquisitions-1, "the server figures sum the nodes")
+	// A Lock and an Unlock on each node, counted on every client (the
+	// last Lock's SET on one node may be cut short, as above); besides, at
+	// most a Lock the run's end cuts short and its give-back (3 each), and
+	// the EVALs after the first release's NOSCRIPTs (3).
+	require.GreaterOrEqual(t, r.ClientCommands, 6*r.Acquisitions-1)
+	require.LessOrEqual(t, r.ClientCommands, 6*r.Acquisitions+9)
 	require.Positive(t, r.PingP50)
 	require.Len(t, rep.Scripts, 1)
 	require.Equal(t, quorumHold, rep.Scripts[0].Hold)
