@@ -134,6 +134,27 @@
 // more than the locks: a run with a delay runs the scenarios RTTTargets
 // judges by default.
 //
+// # Quorum mode
+//
+// The quorum scenarios (QuorumScenarios, KindQuorum: the uncontended
+// Lock+Unlock, the hot key and the storm, each on 3 and on 5 nodes, named
+// with -q3 and -q5) take one lock across Scenario.Nodes independent
+// servers of a Target's Nodes. Each worker opens a client of its own on
+// every node, counted like its first. Their contestants (QuorumAlgorithms)
+// are baton's quorum mode (rlock.NewQuorum, its defaults) and redsync
+// (Redlock) on one pool per node, with its defaults and with a 1 ms retry
+// delay. Their pinger PINGs every node at once and times the last answer:
+// one round to every node, what a Lock of one round costs (redsync's, a
+// SET NX on every node). The token's second round is what baton's
+// uncontended Lock p50 costs above that (QuorumRoundTwo); redsync's own
+// difference shows how near the yardstick comes to a Lock of one round.
+// Their server figures sum the nodes; their server time per call is the
+// first node's share of a quorum of 3. QuorumTargets judges baton against
+// redsync on the hot key and in the storm of each size: wait p99 ≤ 1/3 of
+// the best redsync's, acq/s ≥ the fastest's, fairness ≥ 0.8. A run with
+// a delay puts a DelayProxy before each node, and runs the uncontended
+// and hot-key quorum scenarios by default (QuorumRTTScenarios).
+//
 // # Targets
 //
 // Runs never share keys: each has its own key prefix. Targets judges baton's

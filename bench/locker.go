@@ -39,6 +39,10 @@ type Held interface {
 type Env struct {
 	// Client is the worker's own Redis client; the harness closes it.
 	Client redis.UniversalClient
+	// Nodes, in a quorum scenario, are the worker's own clients of the
+	// quorum's independent servers, Client first; nil elsewhere. The
+	// harness closes them.
+	Nodes []redis.UniversalClient
 	// Prefix starts every key of the run, so that runs never see each
 	// other's keys.
 	Prefix string
@@ -102,14 +106,16 @@ type PermitLocker interface {
 
 // Algorithm names the constructors of one contestant for the tables: New
 // for lock scenarios, NewRW for RW scenarios, NewSemaphore for semaphore
-// scenarios, NewReplicated for the replicated ones. A Suite runs it on the
-// scenarios of the kinds it has a constructor for.
+// scenarios, NewReplicated for the replicated ones, NewQuorum for quorum
+// scenarios (one lock on Env.Nodes). A Suite runs it on the scenarios of
+// the kinds it has a constructor for.
 type Algorithm struct {
 	Name          string
 	New           func(Env) (Locker, error)
 	NewRW         func(Env) (RWLocker, error)
 	NewSemaphore  func(Env) (PermitLocker, error)
 	NewReplicated func(Env) (Locker, error)
+	NewQuorum     func(Env) (Locker, error)
 }
 
 // serves reports whether a has a constructor for scenarios of kind k.
@@ -121,6 +127,8 @@ func (a Algorithm) serves(k Kind) bool {
 		return a.NewSemaphore != nil
 	case KindReplicated:
 		return a.NewReplicated != nil
+	case KindQuorum:
+		return a.NewQuorum != nil
 	}
 	return a.New != nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -29,8 +30,9 @@ var PeerModules = []string{
 	"github.com/redis/rueidis",
 }
 
-// redsyncLocker is redsync on one pool, the worker's client: a quorum of
-// one. A Mutex holds one acquisition's value, so each Lock makes a new one.
+// redsyncLocker is redsync on one pool per node: the worker's client, a
+// quorum of one, or in a quorum scenario its client of each node (Redlock).
+// A Mutex holds one acquisition's value, so each Lock makes a new one.
 type redsyncLocker struct {
 	rs   *redsync.Redsync
 	pfx  string
@@ -46,7 +48,15 @@ func newRedsync(retryDelay ...time.Duration) func(Env) (Locker, error) {
 		for _, d := range retryDelay {
 			opts = append(opts, redsync.WithRetryDelay(d))
 		}
-		return redsyncLocker{rs: redsync.New(goredis.NewPool(e.Client)), pfx: e.Prefix, opts: opts}, nil
+		nodes := e.Nodes
+		if nodes == nil {
+			nodes = []redis.UniversalClient{e.Client}
+		}
+		pools := make([]redsyncredis.Pool, len(nodes))
+		for i, n := range nodes {
+			pools[i] = goredis.NewPool(n)
+		}
+		return redsyncLocker{rs: redsync.New(pools...), pfx: e.Prefix, opts: opts}, nil
 	}
 }
 

@@ -197,18 +197,30 @@ func threeDigits(v float64) string {
 }
 
 // WriteJudged prints the run's targets: none on miniredis, saying why; else
-// Targets, and RTTTargets, which judge only a run through a delay proxy.
+// Targets and QuorumTargets, and RTTTargets, which judge only a run through
+// a delay proxy, each of those of the scenarios run; and the cost of the
+// quorum token's second round (QuorumRoundTwo).
 func WriteJudged(w io.Writer, rep Report) error {
 	if rep.Meta.Caveat != "" {
 		_, err := fmt.Fprintln(w, "\ntargets: not judged, they are set for a real Redis; miniredis is a slow in-process server")
 		return err
 	}
 	fmt.Fprintln(w, "\ntargets (set for a real Redis), on figures of this run:")
-	if err := WriteTargets(w, ofScenariosRun(rep, Targets(rep.Results))); err != nil {
+	if err := WriteTargets(w, ofScenariosRun(rep, slices.Concat(Targets(rep.Results), QuorumTargets(rep.Results)))); err != nil {
 		return err
 	}
+	if lines := QuorumRoundTwo(rep.Results); len(lines) > 0 {
+		fmt.Fprintln(w, "\nthe quorum token's second round: uncontended Lock p50 less one round to every node")
+		for _, l := range lines {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	rtt := ofScenariosRun(rep, RTTTargets(rep.Results, rep.Meta.RTT))
+	if len(rtt) == 0 {
+		return nil
+	}
 	fmt.Fprintf(w, "\nround-trip targets (set at -rtt %s), on figures of this run:\n", RTTJudged)
-	if err := WriteTargets(w, ofScenariosRun(rep, RTTTargets(rep.Results, rep.Meta.RTT))); err != nil {
+	if err := WriteTargets(w, rtt); err != nil {
 		return err
 	}
 	if rep.Meta.RTT == 0 {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -20,8 +21,11 @@ const pingInterval = 10 * time.Millisecond
 // worker is one simulated process: its own Redis client and Locker (or
 // RWLocker, or PermitLocker).
 type worker struct {
-	id     int
-	rdb    redis.UniversalClient
+	id  int
+	rdb redis.UniversalClient
+	// nodes, in a quorum scenario, are its clients of every node, rdb's
+	// first; nil elsewhere.
+	nodes  []redis.UniversalClient
 	locker taker
 	rng    *rand.Rand
 
@@ -65,7 +69,7 @@ func (w *worker) run(ctx context.Context, sc Scenario, names []string, rec *reco
 		}
 		_ = sleep(ctx, sc.Hold) // the run ending cuts the hold short
 		if sc.HolderPings && ctx.Err() == nil {
-			w.pings.once(ctx, w.rdb)
+			w.pings.once(ctx, []redis.UniversalClient{w.rdb})
 		}
 		rec.releasing(i, w.id, req.weight, time.Now())
 		if err := held.Unlock(release); err != nil {
@@ -116,7 +120,9 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 		return Result{}, err
 	}
 
-	statsBefore, statsErr := readCommands(ctx, admin)
+	servers := append([]redis.UniversalClient{admin}, openNodes(t, sc.Nodes)...)
+	defer closeAll(servers[1:])
+	statsBefore, statsErr := readAllCommands(ctx, servers)
 	sentBefore := sent.n.Load()
 	failed, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
@@ -130,7 +136,7 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	if sc.HolderPings {
 		pinger <- pinged{}
 	} else {
-		go func() { pinger <- ping(runCtx, admin) }()
+		go func() { pinger <- ping(runCtx, servers) }()
 	}
 
 	elapsed, cpu := runWorkers(runCtx, workers, sc, names, rec, fail)
@@ -156,7 +162,7 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	}
 	// A server without INFO commandstats (miniredis) leaves the server
 	// figures n/a; the run itself is still valid.
-	if statsAfter, err := readCommands(ctx, admin); statsErr == nil && err == nil && r.Acquisitions > 0 {
+	if statsAfter, err := readAllCommands(ctx, servers); statsErr == nil && err == nil && r.Acquisitions > 0 {
 		d := serverCommands(statsBefore, statsAfter, pings.sent)
 		r.ServerCommands = d.Calls // a plain map: the bench's API names no test tool
 		r.ServerPerAcq = ratio(float64(d.Calls.Total()), float64(r.Acquisitions))
@@ -216,25 +222,42 @@ func runWorkers(ctx context.Context, workers []*worker, sc Scenario, names []str
 // algorithm, so all of them see the same sequences of names and collisions.
 const nameSeed = 0xba70
 
-// startWorkers opens each worker's client and Locker, on env with the
-// worker's client, and makes one round trip on it, so the run does not time
-// the first dial.
+// startWorkers opens each worker's client (and in a quorum scenario, one
+// on each node) and Locker, on env with the worker's clients, and makes one
+// round trip on each client, so the run does not time the first dials.
 func startWorkers(ctx context.Context, t Target, algo Algorithm, sc Scenario, env Env, sent *commandCounter) ([]*worker, error) {
 	workers := make([]*worker, 0, sc.Workers)
 	for id := range sc.Workers {
 		w := &worker{id: id, rdb: t.NewClient(), rng: rand.New(rand.NewPCG(nameSeed, uint64(id)))}
 		workers = append(workers, w)
 		sent.attach(w.rdb)
-		env.Client = w.rdb
+		env.Client, env.Nodes = w.rdb, nil
+		if sc.Nodes > 0 {
+			w.nodes = append([]redis.UniversalClient{w.rdb}, openNodes(t, sc.Nodes)...)
+			for _, n := range w.nodes[1:] {
+				sent.attach(n)
+			}
+			env.Nodes = w.nodes
+		}
 		var err error
 		if w.locker, err = newTaker(algo, sc.Kind, env); err != nil {
 			return workers, err
 		}
-		if err := w.rdb.Ping(ctx).Err(); err != nil {
-			return workers, err
+		for _, rdb := range w.clients() {
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				return workers, err
+			}
 		}
 	}
 	return workers, nil
+}
+
+// clients are w's clients: its one, or in a quorum scenario one per node.
+func (w *worker) clients() []redis.UniversalClient {
+	if w.nodes != nil {
+		return w.nodes
+	}
+	return []redis.UniversalClient{w.rdb}
 }
 
 func stopWorkers(workers []*worker) {
@@ -243,6 +266,25 @@ func stopWorkers(workers []*worker) {
 			_ = w.locker.close()
 		}
 		_ = w.rdb.Close()
+		if len(w.nodes) > 0 {
+			closeAll(w.nodes[1:])
+		}
+	}
+}
+
+// openNodes opens a client on each of t's first n nodes but the first,
+// which NewClient reaches; none when n is 0, outside a quorum scenario.
+func openNodes(t Target, n int) []redis.UniversalClient {
+	var out []redis.UniversalClient
+	for i := 1; i < n; i++ {
+		out = append(out, t.Nodes[i]())
+	}
+	return out
+}
+
+func closeAll(clients []redis.UniversalClient) {
+	for _, c := range clients {
+		_ = c.Close()
 	}
 }
 
@@ -253,13 +295,29 @@ type pinged struct {
 	sent int64
 }
 
-// once sends one PING on rdb and times it. A PING is never cut short by
-// ctx: one cut short still runs on the server, and its dropped connection
-// would redial inside the run.
-func (p *pinged) once(ctx context.Context, rdb redis.UniversalClient) {
-	p.sent++
+// once sends one PING on each of rdbs, in parallel when there are
+// several (a quorum's nodes), and times them until the last answers. A
+// PING is never cut short by ctx: one cut short still runs on the server,
+// and its dropped connection would redial inside the run.
+func (p *pinged) once(ctx context.Context, rdbs []redis.UniversalClient) {
+	p.sent += int64(len(rdbs))
+	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
-	if rdb.Ping(context.WithoutCancel(ctx)).Err() == nil {
+	if len(rdbs) == 1 {
+		if rdbs[0].Ping(ctx).Err() == nil {
+			p.rtts = append(p.rtts, time.Since(start))
+		}
+		return
+	}
+	errs := make(chan error, len(rdbs))
+	for _, rdb := range rdbs {
+		go func() { errs <- rdb.Ping(ctx).Err() }()
+	}
+	var failed error
+	for range rdbs {
+		failed = cmp.Or(<-errs, failed)
+	}
+	if failed == nil {
 		p.rtts = append(p.rtts, time.Since(start))
 	}
 }
@@ -270,11 +328,12 @@ func (p *pinged) add(q pinged) {
 	p.sent += q.sent
 }
 
-// ping measures the round trip of PING on rdb every pingInterval until ctx
-// ends: the yardstick for the hand-off gap, taken under the same load.
-func ping(ctx context.Context, rdb redis.UniversalClient) (p pinged) {
+// ping measures the round trip of PING on rdbs (see once) every
+// pingInterval until ctx ends: the yardstick for the hand-off gap, taken
+// under the same load.
+func ping(ctx context.Context, rdbs []redis.UniversalClient) (p pinged) {
 	for sleep(ctx, pingInterval) == nil {
-		p.once(ctx, rdb)
+		p.once(ctx, rdbs)
 	}
 	return p
 }

@@ -43,6 +43,9 @@ type Scenario struct {
 	// requests that ask for 2 permits, the others ask for 1.
 	Permits int64   `json:"permits,omitempty"`
 	Doubles float64 `json:"doubles,omitempty"`
+	// Nodes is a quorum scenario's number of independent servers: its
+	// workers take one lock across the first Nodes of Target.Nodes.
+	Nodes int `json:"nodes,omitempty"`
 }
 
 // Kind is the kind of resource a scenario's workers take; an Algorithm
@@ -57,6 +60,8 @@ const (
 	// KindReplicated is a plain lock on a master with one replica
 	// (Target.Replicated), taken by ReplicaAlgorithms.
 	KindReplicated Kind = "replicated"
+	// KindQuorum is a plain lock across Nodes servers.
+	KindQuorum Kind = "quorum"
 )
 
 // DefaultDuration is how long each scenario runs for each algorithm in each
@@ -140,6 +145,9 @@ func (s Scenario) validate() error {
 	if s.Workers < 1 || s.Names < 1 || s.Duration <= 0 || s.Hold < 0 || s.Think < 0 {
 		return fmt.Errorf("bench: scenario %q: need workers ≥ 1, names ≥ 1, duration > 0, hold and think ≥ 0", s.Name)
 	}
+	if s.Nodes != 0 && s.Kind != KindQuorum {
+		return fmt.Errorf("bench: scenario %q: only a quorum scenario has nodes", s.Name)
+	}
 	switch s.Kind {
 	case KindLock, KindReplicated:
 	case KindRW:
@@ -149,6 +157,10 @@ func (s Scenario) validate() error {
 	case KindSemaphore:
 		if s.Permits < 2 || s.Doubles < 0 || s.Doubles > 1 {
 			return fmt.Errorf("bench: scenario %q: need permits ≥ 2 and doubles a share, from 0 to 1", s.Name)
+		}
+	case KindQuorum:
+		if s.Nodes < minQuorumNodes {
+			return fmt.Errorf("bench: scenario %q: a quorum needs %d nodes or more", s.Name, minQuorumNodes)
 		}
 	default:
 		return fmt.Errorf("bench: scenario %q: unknown kind %q", s.Name, s.Kind)
@@ -203,6 +215,9 @@ func (s Scenario) String() string {
 	if s.HolderPings {
 		line += ", holders PING"
 	}
+	if s.Nodes > 0 {
+		line += fmt.Sprintf(", one lock on %d nodes", s.Nodes)
+	}
 	switch s.Kind {
 	case KindRW:
 		if s.Writers > 0 {
@@ -243,6 +258,10 @@ type Target struct {
 	// as this target is (through the same delay, and the replica too).
 	// Without it a Suite refuses those scenarios.
 	Replicated *Target
+	// Nodes, when set, open clients on independent servers, in order, for
+	// the quorum scenarios, which run on the first Scenario.Nodes of
+	// them; NewClient opens one on the first.
+	Nodes []func() redis.UniversalClient
 }
 
 // Suite runs every algorithm on every scenario, one after the other, on
@@ -267,6 +286,9 @@ func (s Suite) Run(ctx context.Context) (Report, error) {
 	for _, sc := range s.Scenarios { // a bad one fails now, not after the others ran
 		if err := sc.validate(); err != nil {
 			return Report{}, err
+		}
+		if sc.Nodes > len(s.Target.Nodes) {
+			return Report{}, fmt.Errorf("bench: scenario %q needs %d nodes, the target has %d", sc.Name, sc.Nodes, len(s.Target.Nodes))
 		}
 	}
 	replicated, err := s.replicatedAdmin()

@@ -57,6 +57,8 @@ func holdName(k Kind, r request) string {
 		return "write"
 	case k == KindRW:
 		return "read"
+	case k == KindQuorum:
+		return quorumHold
 	}
 	return "lock"
 }
@@ -70,7 +72,12 @@ func measureScripts(ctx context.Context, t Target, admin redis.UniversalClient, 
 	rdb := t.NewClient()
 	defer rdb.Close()
 	prefix := fmt.Sprintf("bench:%s:scripts:%d:", algo.Name, time.Now().UnixNano())
-	l, err := newTaker(algo, k, Env{Client: rdb, Prefix: prefix, Permits: 2})
+	env := Env{Client: rdb, Prefix: prefix, Permits: 2}
+	if k == KindQuorum { // on the fewest nodes; admin counts the first's share
+		env.Nodes = append([]redis.UniversalClient{rdb}, openNodes(t, minQuorumNodes)...)
+		defer closeAll(env.Nodes[1:])
+	}
+	l, err := newTaker(algo, k, env)
 	if err != nil {
 		return nil, err
 	}

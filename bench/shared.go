@@ -82,8 +82,11 @@ func newTaker(algo Algorithm, k Kind, e Env) (taker, error) {
 		}}, nil
 	}
 	newLocker := algo.New
-	if k == KindReplicated {
+	switch k {
+	case KindReplicated:
 		newLocker = algo.NewReplicated
+	case KindQuorum:
+		newLocker = algo.NewQuorum
 	}
 	l, err := newLocker(e)
 	if err != nil {

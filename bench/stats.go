@@ -108,6 +108,19 @@ func serverCommands(before, after redisproc.Commands, pings int64) redisproc.Com
 	return d
 }
 
+// readAllCommands is readCommands summed over servers.
+func readAllCommands(ctx context.Context, servers []redis.UniversalClient) (redisproc.Commands, error) {
+	sum := redisproc.Commands{Calls: redisproc.CommandStats{}, Usec: redisproc.CommandStats{}}
+	for _, rdb := range servers {
+		c, err := readCommands(ctx, rdb)
+		if err != nil {
+			return sum, err
+		}
+		addCommands(&sum, c)
+	}
+	return sum, nil
+}
+
 // readCommands reads INFO commandstats from rdb, summed over the masters of
 // a cluster, since each node counts only what it ran.
 func readCommands(ctx context.Context, rdb redis.UniversalClient) (redisproc.Commands, error) {
@@ -121,13 +134,18 @@ func readCommands(ctx context.Context, rdb redis.UniversalClient) (redisproc.Com
 		c, err := redisproc.ReadCommands(ctx, node)
 		mu.Lock()
 		defer mu.Unlock()
-		for k, v := range c.Calls {
-			sum.Calls[k] += v
-		}
-		for k, v := range c.Usec {
-			sum.Usec[k] += v
-		}
+		addCommands(&sum, c)
 		return err
 	})
 	return sum, err
+}
+
+// addCommands adds c's calls and times to sum's.
+func addCommands(sum *redisproc.Commands, c redisproc.Commands) {
+	for k, v := range c.Calls {
+		sum.Calls[k] += v
+	}
+	for k, v := range c.Usec {
+		sum.Usec[k] += v
+	}
 }

@@ -27,7 +27,7 @@ import (
 // without stopping itself: the test binary re-runs itself with helperEnv
 // set, and TestHelperProcess plays the holder.
 const (
-	helperEnv    = "BATON_TEST_HELPER" // the role: "holder" or "checker" (family_child_test.go)
+	helperEnv    = "BATON_TEST_HELPER" // the role: "holder", "checker" (family_child_test.go) or "quorum" (quorum_fault_child_test.go)
 	helperAddr   = "BATON_TEST_REDIS"  // the server's address
 	helperLock   = "BATON_TEST_LOCK"   // the lock's name
 	helperLease  = "BATON_TEST_LEASE"  // the watchdog lease
@@ -71,7 +71,8 @@ func fencedWrite(ctx context.Context, rdb redis.Scripter, key string, token uint
 // With helperKind set it takes that familyMember's resource of that name
 // instead (helperWeight of it: an RW lock's read or write, or permits), on
 // helperFixed's fixed lease if set. In the role "checker" it is a child of
-// the multi-process checker instead (runFamilyChild).
+// the multi-process checker instead (runFamilyChild); in the role "quorum"
+// one of the quorum's (runQuorumChild).
 func TestHelperProcess(t *testing.T) {
 	var err error
 	switch os.Getenv(helperEnv) {
@@ -79,6 +80,8 @@ func TestHelperProcess(t *testing.T) {
 		err = runHolder(os.Stdin, os.Stdout)
 	case "checker":
 		err = runFamilyChild(os.Stdin)
+	case "quorum":
+		err = runQuorumChild(os.Stdin)
 	default:
 		t.Skip("the child process of the fault tests")
 	}

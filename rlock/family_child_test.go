@@ -57,12 +57,8 @@ func runFamilyChild(in io.Reader) error {
 	if err != nil {
 		return err
 	}
-	stop, cancel := context.WithCancel(context.Background())
+	stop, cancel := untilClosed(in)
 	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, in)
-		cancel()
-	}()
 	rdb, check := childClients()
 	defer rdb.Close()
 	defer check.Close()
@@ -87,6 +83,17 @@ func runFamilyChild(in io.Reader) error {
 		all = append(all, err)
 	}
 	return errors.Join(all...)
+}
+
+// untilClosed is a child's stop: a context that ends when in (its stdin)
+// closes, or at cancel.
+func untilClosed(in io.Reader) (stop context.Context, cancel context.CancelFunc) {
+	stop, cancel = context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		cancel()
+	}()
+	return stop, cancel
 }
 
 // run draws operations until the child is told to stop. An operation's

@@ -191,13 +191,7 @@ func runKilling(ctx context.Context, t *testing.T, k *familyChecker, start func(
 	for !done() {
 		require.Less(t, time.Since(began), bound, "the children did too little: %v", k.figures(ctx))
 		time.Sleep(500*time.Millisecond + rand.N(1500*time.Millisecond))
-		for _, ch := range kids {
-			select {
-			case <-ch.read:
-				t.Fatalf("a child ended by itself:\n%s", ch.stderr.String())
-			default:
-			}
-		}
+		requireRunning(t, kids)
 		i := rand.IntN(len(kids))
 		require.NoError(t, k.markDead(ctx, kids[i].cmd.Process.Pid))
 		kids[i].kill()
@@ -208,6 +202,18 @@ func runKilling(ctx context.Context, t *testing.T, k *familyChecker, start func(
 		ch.finish()
 	}
 	return time.Since(began), kills
+}
+
+// requireRunning fails the test if one of kids has ended by itself.
+func requireRunning(t *testing.T, kids []*child) {
+	t.Helper()
+	for _, ch := range kids {
+		select {
+		case <-ch.read:
+			t.Fatalf("a child ended by itself:\n%s", ch.stderr.String())
+		default:
+		}
+	}
 }
 
 // Issue 24 property 1: over random reads, writes, re-entries, downgrades,

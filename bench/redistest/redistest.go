@@ -123,14 +123,33 @@ func (s *Server) Stop() { s.proc.Stop() }
 // Running reports whether the server process runs: false after Stop.
 func (s *Server) Running() bool { return s.proc.Pid() != 0 }
 
-// Restart kills the server and starts a fresh one on the same port, with an
-// empty dataset: a crash without persistence.
+// Restart kills the server and starts a fresh one on the same port, with
+// what its persistence kept: an empty dataset without AppendFsyncAlways, a
+// crash without persistence.
 func (s *Server) Restart() {
 	s.tb.Helper()
 	if err := s.proc.Restart(); err != nil {
 		s.tb.Fatalf("redistest: restart: %v", err)
 	}
 }
+
+// Kill kills the server and waits for its exit; Relaunch starts it again
+// on the same port, with what its persistence kept: Restart with an
+// outage between.
+func (s *Server) Kill() { s.proc.Kill() }
+
+// Relaunch starts the server again after Kill.
+func (s *Server) Relaunch() {
+	s.tb.Helper()
+	if err := s.proc.Relaunch(); err != nil {
+		s.tb.Fatalf("redistest: relaunch: %v", err)
+	}
+}
+
+// AppendFsyncAlways are the arguments of Start that turn persistence on:
+// an append-only file in the test's own directory, written and fsynced
+// before each write is answered, which Restart and Relaunch read back.
+var AppendFsyncAlways = []string{"--appendonly", "yes", "--appendfsync", "always"}
 
 // Pause sends SIGSTOP: the server keeps its connections open but answers nothing.
 func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }

@@ -35,7 +35,7 @@ type childSpec struct {
 }
 
 // suiteOnly are the flags of a suite run, which an A/B refuses.
-var suiteOnly = []string{"cluster", "miniredis", "rtt", "duration", "quick", "workers", "names", "hold", "think", "scenarios", "out"}
+var suiteOnly = []string{"cluster", "miniredis", "quorum", "rtt", "duration", "quick", "workers", "names", "hold", "think", "scenarios", "out"}
 
 // runAB runs the uncontended loop of each library in a fresh process of
 // this program, alternating their order, and prints the figures.

@@ -30,6 +30,14 @@
 //	go run ./bench/cmd/baton-bench -ab
 //	go run ./bench/cmd/baton-bench -ab -rounds 5 -pairs 50000 -algos baton,redislock-1ms
 //
+// With -quorum it runs the quorum scenarios instead: baton's quorum mode
+// against redsync (Redlock), one lock across 3 and across 5 throwaway
+// redis-servers, uncontended, on the hot key and in the storm (with -rtt,
+// a delay proxy before each node, and by default no storm):
+//
+//	go run ./bench/cmd/baton-bench -quorum
+//	go run ./bench/cmd/baton-bench -quorum -rtt 500us
+//
 // Every run uses its own key prefix (bench:*); baton's fencing counters stay
 // behind, so point -addr at a scratch server.
 package main
@@ -61,6 +69,7 @@ const quickDuration = 200 * time.Millisecond
 type options struct {
 	addr, url, cluster string
 	miniredis          bool
+	quorum             bool
 	rtt                time.Duration
 	duration           time.Duration
 	rounds             int
@@ -79,6 +88,7 @@ func main() {
 	flag.StringVar(&o.url, "url", "", "run on the Redis at this redis:// or rediss:// URL")
 	flag.StringVar(&o.cluster, "cluster", "", "run on a Redis Cluster given as host:port,host:port,... (default scenario: many-keys)")
 	flag.BoolVar(&o.miniredis, "miniredis", false, "run on an embedded miniredis: behaviour, not speed")
+	flag.BoolVar(&o.quorum, "quorum", false, "run the quorum scenarios instead: one lock on 3 and on 5 throwaway redis-servers,\nbaton's quorum mode against redsync (Redlock)")
 	flag.DurationVar(&o.rtt, "rtt", 0, "reach the server through a delay proxy of this much each way (500us: a PING of about 1 ms),\nas over a network; judges the round-trip targets, on their scenarios by default")
 	flag.DurationVar(&o.duration, "duration", bench.DefaultDuration, "how long each algorithm runs each scenario in each round")
 	flag.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "run every algorithm this many times, in rotated order, and report the median")
@@ -117,7 +127,11 @@ func run(ctx context.Context, o options, set map[string]bool, stdout, stderr io.
 	if set["pairs"] {
 		return errors.New("-pairs applies to -ab only")
 	}
-	algos, err := selectAlgorithms(bench.AllAlgorithms(), o.algos)
+	all := bench.AllAlgorithms()
+	if o.quorum {
+		all = bench.QuorumAlgorithms()
+	}
+	algos, err := selectAlgorithms(all, o.algos)
 	if err != nil {
 		return err
 	}
@@ -229,15 +243,20 @@ func selectScenarios(o options, set map[string]bool) ([]bench.Scenario, error) {
 	if o.quick && !set["duration"] {
 		d = quickDuration
 	}
-	list := o.scenarios
+	list, all := o.scenarios, bench.AllScenarios(d)
 	switch {
+	case o.quorum:
+		all = bench.QuorumScenarios(d)
+		if list == "" && o.rtt > 0 {
+			list = strings.Join(bench.QuorumRTTScenarios(), ",")
+		}
 	case list != "":
 	case o.cluster != "":
 		list = "many-keys" // the scenario that spreads over the slots
 	case o.rtt > 0:
 		list = strings.Join(bench.RTTScenarios(), ",") // those the round-trip targets judge
 	}
-	scenarios, err := pick(bench.AllScenarios(d), list, func(s bench.Scenario) string { return s.Name })
+	scenarios, err := pick(all, list, func(s bench.Scenario) string { return s.Name })
 	for i := range scenarios {
 		s := &scenarios[i]
 		if set["workers"] {

@@ -101,6 +101,16 @@ func redisChildren(t *testing.T) []int {
 }
 
 // quickRun is a run of one polling recipe on one scenario, a few hundred ms.
+// readReport reads the results.json a run wrote to dir.
+func readReport(t *testing.T, dir string) bench.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	return rep
+}
+
 func quickRun(extra options) options {
 	o := extra
 	o.duration, o.rounds, o.algos, o.scenarios = 100*time.Millisecond, 1, "poll-1ms", "hot-key"
@@ -120,10 +130,7 @@ func TestDefaultRunStartsAThrowawayServerAndStopsIt(t *testing.T) {
 	require.NotContains(t, stdout.String(), "miniredis")
 	require.Empty(t, redisChildren(t), "the server is gone")
 
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	require.NoError(t, err)
-	var rep bench.Report
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep := readReport(t, dir)
 	require.NotEmpty(t, rep.Meta.RedisVersion)
 	require.Equal(t, 1, rep.Meta.Rounds)
 }
@@ -217,10 +224,7 @@ func TestRTTRunGoesThroughTheDelayProxy(t *testing.T) {
 	require.NotContains(t, stdout.String(), "latency has no target on loopback")
 	fitIn100Columns(t, stdout.String()+stderr.String())
 
-	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
-	require.NoError(t, err)
-	var rep bench.Report
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep := readReport(t, o.out)
 	require.Equal(t, rtt, rep.Meta.RTT)
 	for _, r := range rep.Results {
 		require.GreaterOrEqual(t, r.PingP50, 2*rtt, "the pinger goes through the proxy: %s", r.Algorithm)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,10 @@ func connect(o options, replicated bool) (bench.Target, func(), error) {
 		return bench.Target{}, nil, errors.New("-rtt must not be negative")
 	case o.rtt > 0 && (o.cluster != "" || o.miniredis):
 		return bench.Target{}, nil, errors.New("-rtt needs one server (-addr, -url or the throwaway redis-server)")
+	case o.quorum && (given > 0 || o.miniredis):
+		return bench.Target{}, nil, errors.New("-quorum runs on throwaway redis-servers of its own: give none of -addr, -url, -cluster and -miniredis")
+	case o.quorum:
+		return quorumTarget(o.rtt)
 	case o.cluster != "":
 		addrs := strings.Split(o.cluster, ",")
 		return bench.Target{Name: "Redis Cluster " + o.cluster, NewClient: func() redis.UniversalClient {
@@ -197,4 +202,49 @@ func flushAll(ctx context.Context, addr string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	return rdb.FlushAll(ctx).Err()
+}
+
+// quorumTarget starts bench.MaxQuorumNodes throwaway redis-servers, each
+// behind a delay proxy of rtt each way when rtt is set, and returns them
+// as one target whose NewClient reaches the first, and how to stop them.
+func quorumTarget(rtt time.Duration) (bench.Target, func(), error) {
+	t := bench.Target{RTT: rtt}
+	var addrs []string // the servers', not the proxies'
+	var stops []func()
+	stopAll := func() {
+		for _, stop := range slices.Backward(stops) {
+			stop()
+		}
+	}
+	for range bench.MaxQuorumNodes {
+		srv, err := redisproc.Start(redisproc.Config{})
+		if err != nil {
+			stopAll()
+			return t, nil, err
+		}
+		stops = append(stops, srv.Stop)
+		addrs = append(addrs, srv.Addr)
+		via := srv.Addr
+		if rtt > 0 {
+			p, err := bench.StartDelayProxy(srv.Addr, rtt)
+			if err != nil {
+				stopAll()
+				return t, nil, err
+			}
+			stops = append(stops, func() { _ = p.Close() })
+			via = p.Addr
+		}
+		t.Nodes = append(t.Nodes, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: via}) })
+	}
+	t.Name = fmt.Sprintf("%d throwaway redis-servers on 127.0.0.1", len(addrs))
+	t.NewClient = t.Nodes[0]
+	t.Reset = func(ctx context.Context) error {
+		for _, addr := range addrs {
+			if err := flushAll(ctx, addr); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return t, stopAll, nil
 }

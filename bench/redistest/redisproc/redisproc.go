@@ -196,10 +196,26 @@ func (s *Server) Stop() {
 	}
 }
 
-// Restart kills the server and starts a fresh one on the same port, with an
-// empty dataset: a crash without persistence.
+// Restart kills the server and starts a fresh one on the same port, with
+// what its persistence kept: an empty dataset by default, a crash without
+// persistence.
 func (s *Server) Restart() error {
 	s.kill()
+	return s.launch()
+}
+
+// Kill kills the server and waits for its exit, as Restart's first half:
+// the port stays the server's and its directory, with what persistence
+// wrote there, stays for Relaunch.
+func (s *Server) Kill() { s.kill() }
+
+// Relaunch starts a server Kill ended again, on the same port and
+// directory: Restart's second half, after an outage as long as the
+// caller's.
+func (s *Server) Relaunch() error {
+	if s.cmd != nil {
+		return errors.New("redisproc: server is running")
+	}
 	return s.launch()
 }
 
