@@ -186,8 +186,10 @@
 // as they are free: each lock nobody holds and nobody waits for is taken
 // as acquire.lua takes it (takeFree, lua/take.lua, which both scripts
 // run), and the script stops at the first other member and takes nothing
-// past it. The caller then waits for that member as a single lock's
-// waiter, holding what it has, and runs the script again for the rest.
+// past it; given a waiter, it queues it there (where one record serves
+// every lock: Keys.SharesWaiters). The caller then waits for that member
+// as a single lock's waiter, holding what it has, and runs the script
+// again for the rest.
 // Nobody takes a member past its queue, and every caller takes the keys in
 // the one order, so no waits form a circle. ReleaseSet
 // (lua/release_set.lua) leaves one hold of each member as release.lua

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -33,8 +34,10 @@ func TestAcquireSetStopsAtHeld(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, held.Acquired)
 
-	tokens, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true)
+	res, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true, Waiter{})
 	require.NoError(t, err)
+	require.False(t, res.Queued)
+	tokens := res.Tokens
 	require.Len(t, tokens, 2)
 	for i, tok := range tokens {
 		require.Equal(t, tok, currentToken(t, rdb, ks[i]))
@@ -43,9 +46,9 @@ func TestAcquireSetStopsAtHeld(t *testing.T) {
 	require.Zero(t, rdb.Exists(ctx, ks[3].Hash).Val(), "a member past the held one was taken")
 
 	// A resend of the call counts the members it holds as taken.
-	again, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true)
+	again, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true, Waiter{})
 	require.NoError(t, err)
-	require.Equal(t, tokens, again)
+	require.Equal(t, tokens, again.Tokens)
 }
 
 // TestAcquireSetReplay: with a given owner, a resent call replays the
@@ -53,12 +56,12 @@ func TestAcquireSetStopsAtHeld(t *testing.T) {
 func TestAcquireSetReplay(t *testing.T) {
 	ctx, rdb, _ := setup(t, "x")
 	ks := setKeys(t, "r", 3)
-	tokens, err := AcquireSet(ctx, rdb, ks, "given", "req-1", testLease, false)
+	res, err := AcquireSet(ctx, rdb, ks, "given", "req-1", testLease, false, Waiter{})
 	require.NoError(t, err)
-	require.Len(t, tokens, 3)
-	again, err := AcquireSet(ctx, rdb, ks, "given", "req-1", testLease, false)
+	require.Len(t, res.Tokens, 3)
+	again, err := AcquireSet(ctx, rdb, ks, "given", "req-1", testLease, false, Waiter{})
 	require.NoError(t, err)
-	require.Equal(t, tokens, again)
+	require.Equal(t, res, again)
 	for _, k := range ks {
 		require.Equal(t, "1", rdb.HGet(ctx, k.Hash, "given").Val(), "a replay counted a hold again")
 	}
@@ -69,8 +72,9 @@ func TestAcquireSetReplay(t *testing.T) {
 func TestReleaseSetHandsEachKeyOn(t *testing.T) {
 	ctx, rdb, _ := setup(t, "x")
 	ks := setKeys(t, "h", 3)
-	tokens, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true)
+	set, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true, Waiter{})
 	require.NoError(t, err)
+	tokens := set.Tokens
 	require.Len(t, tokens, 3)
 	// A waiter each on members 0 and 2, subscribed on one channel.
 	sub := rdb.Subscribe(ctx, ks[0].GrantChannel("c"))
@@ -117,14 +121,15 @@ func TestReleaseSetHandsEachKeyOn(t *testing.T) {
 func TestSetOneCall(t *testing.T) {
 	ctx, rdb, _ := setup(t, "x")
 	ks := setKeys(t, "one", 100)
-	_, err := AcquireSet(ctx, rdb, ks[:1], "warm", "", testLease, true) // caches the script
+	_, err := AcquireSet(ctx, rdb, ks[:1], "warm", "", testLease, true, Waiter{}) // caches the script
 	require.NoError(t, err)
 	_, err = ReleaseSet(ctx, rdb, []SetHold{{Keys: ks[0], Owner: "warm", Token: currentToken(t, rdb, ks[0])}}, "warm")
 	require.NoError(t, err)
 
 	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
-	tokens, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true)
+	set, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true, Waiter{})
 	require.NoError(t, err)
+	tokens := set.Tokens
 	require.Len(t, tokens, 100)
 	requireScriptCalls(ctx, t, rdb, 1)
 	holds := make([]SetHold, len(ks))
@@ -151,8 +156,40 @@ func requireScriptCalls(ctx context.Context, t *testing.T, rdb *redis.Client, n 
 
 // TestSetEmpty: an empty set is refused before any call.
 func TestSetEmpty(t *testing.T) {
-	_, err := AcquireSet(context.Background(), nil, nil, "o", "", testLease, true)
+	_, err := AcquireSet(context.Background(), nil, nil, "o", "", testLease, true, Waiter{})
 	require.ErrorIs(t, err, ErrEmptySet)
 	_, err = ReleaseSet(context.Background(), nil, nil, "r")
 	require.ErrorIs(t, err, ErrEmptySet)
+}
+
+// TestAcquireSetQueuesWaiter: with a waiter, the set script queues it at
+// the member it stops at, once however often it runs, and not where its
+// owner holds the member already (a re-entry does not queue); in a
+// namespace whose waiters are each one lock's, it refuses the waiter.
+func TestAcquireSetQueuesWaiter(t *testing.T) {
+	ctx, rdb, _ := setup(t, "x")
+	ks := setKeys(t, "q", 3)
+	held, err := ks[1].Acquire(ctx, rdb, "given", "hold", testLease, 0, Waiter{})
+	require.NoError(t, err)
+	require.True(t, held.Acquired)
+	w := ks[0].Waiter("w1", "c")
+	for range 2 {
+		res, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true, w)
+		require.NoError(t, err)
+		require.True(t, res.Queued)
+		require.Len(t, res.Tokens, 1)
+		require.Greater(t, res.HolderTTL, time.Duration(0))
+		require.EqualValues(t, 1, rdb.LLen(ctx, ks[1].Queue).Val())
+	}
+	require.Zero(t, rdb.Exists(ctx, ks[2].Hash).Val(), "a member past the queued one was taken")
+
+	res, err := AcquireSet(ctx, rdb, ks[1:], "given", "req", testLease, false, ks[1].Waiter("w2", "c"))
+	require.NoError(t, err)
+	require.False(t, res.Queued, "the owner holding the member queued behind itself")
+	require.EqualValues(t, 1, rdb.LLen(ctx, ks[1].Queue).Val())
+
+	sharded, err := Namespace{Sharded: true}.Keys("q-0")
+	require.NoError(t, err)
+	_, err = AcquireSet(ctx, rdb, []Keys{sharded}, "o", "", testLease, true, sharded.Waiter("w3", "c"))
+	require.ErrorIs(t, err, ErrSetWaiter)
 }

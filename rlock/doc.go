@@ -147,7 +147,12 @@
 // members at the start of the order and stops at the first held or queued
 // one; the call then waits for that member with the attempt and waiter
 // loop of a single Lock (acquire.go, wait.go), holding what it has, and
-// runs the next script for the members after it. A set never releases and
+// runs the next script for the members after it. Where one waiter serves
+// every lock (grants on the client's one channel, liveness by receiver
+// count: a single node) and the client keeps its grant line, a blocking
+// call is that waiter before its script, which queues it at the member it
+// stops at, so the wait costs no acquire of its own (waitQueued);
+// elsewhere Lock's own acquire queues it, one round trip more. A set never releases and
 // retries: every set and single Lock takes keys in the one order and
 // waits FIFO, so nobody waits in a circle. A set that fails (ctx, TryLockAll,
 // an error) gives back what it took, one script per slot, before it

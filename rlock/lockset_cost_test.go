@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,4 +183,50 @@ func TestLockSetFixedLease(t *testing.T) {
 	require.ErrorContains(t, context.Cause(s.Context()), `"fixed-`)
 	require.Zero(t, c.RenewalStats().Renewed)
 	_ = s.Unlock(ctx)
+}
+
+// scriptCounter counts the script calls a Redis client sends.
+type scriptCounter struct{ n atomic.Int64 }
+
+func (*scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (*scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (s *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			s.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// Property 4, contended: a client that keeps its grant line is queued at
+// the held member by the set's own script, and takes the rest with one
+// more once granted: two script calls for the set, where the wait costs
+// none.
+func TestLockSetContendedRoundTrips(t *testing.T) {
+	ctx, srv := serve(t)
+	rdb := srv.Client()
+	var calls scriptCounter
+	rdb.AddHook(&calls)
+	c, err := New(rdb)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	warmGrantLine(ctx, t, c)
+	warmSetScripts(ctx, t, c)
+	names := inOrder(t, c, "rt-a", "rt-b", "rt-c")
+	holder, err := newClient(t, srv).Lock(ctx, names[1])
+	require.NoError(t, err)
+	calls.n.Store(0)
+	got := lockAllInBackground(ctx, c, names)
+	waitForQueued(t, srv, names[1], 1)
+	require.EqualValues(t, 1, calls.n.Load(), "the set's script queued it")
+	require.NoError(t, holder.Unlock(ctx))
+	o := receiveSet(t, got)
+	require.NoError(t, o.err)
+	require.EqualValues(t, 2, calls.n.Load(), "one more script for the rest")
+	require.NoError(t, o.s.Unlock(ctx))
+	requireNothingLeft(ctx, t, c, admin(t, srv), names...)
 }

@@ -32,6 +32,10 @@ func acquireSetShape(n int, newOwner bool) func(cmd []string) bool {
 	return isSetScript(keys, 4)
 }
 
+// queuingSetShape is acquireSetShape's with a waiter, for an owner made
+// for the call.
+func queuingSetShape(n int) func(cmd []string) bool { return isSetScript(3*n, 6) }
+
 func releaseSetShape(n int) func(cmd []string) bool { return isSetScript(4*n+1, 2*n+2) }
 
 // requireHeldOnceBy checks that owner holds each of names with one count.
@@ -109,6 +113,28 @@ func TestLockSetLostReplyLeavesNothing(t *testing.T) {
 	}
 }
 
+// Property 7: a set script that queued its waiter, whose reply is lost
+// with no resend, fails the call, and the undo leaves the queue too.
+func TestLockSetLostQueuingReplyLeavesNothing(t *testing.T) {
+	ctx, srv := serve(t)
+	c, px := proxiedClient(ctx, t, srv, 300*time.Millisecond, -1)
+	warmGrantLine(ctx, t, c)
+	warmSetScripts(ctx, t, c)
+	names := inOrder(t, c, "lq-a", "lq-b", "lq-c")
+	holder, err := newClient(t, srv).Lock(ctx, names[1])
+	require.NoError(t, err)
+	px.DropNextReply(queuingSetShape(len(names)), true)
+	_, err = c.LockAll(ctx, names)
+	require.Error(t, err)
+	require.EqualValues(t, 1, px.Dropped())
+	rdb := admin(t, srv)
+	require.Eventually(t, func() bool {
+		return allFree(ctx, t, c, names[:1]) && rdb.Exists(ctx, lockKey(names[1])+":queue").Val() == 0
+	}, fast, 10*time.Millisecond, "the lost set's member or waiter was left")
+	require.NoError(t, holder.Unlock(ctx))
+	requireNothingLeft(ctx, t, c, rdb, names...)
+}
+
 // allFree reports whether nobody holds any of names.
 func allFree(ctx context.Context, t *testing.T, c *Client, names []string) bool {
 	for _, name := range names {
@@ -123,10 +149,14 @@ func allFree(ctx context.Context, t *testing.T, c *Client, names []string) bool 
 // for its second member, holding the first: the set still ends whole,
 // granted every member once, or, cancelled, holds and waits nowhere.
 func TestLockSetConnectionKilledMidSet(t *testing.T) {
-	for _, cancelled := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cancelled-%v", cancelled), func(t *testing.T) {
+	for _, tc := range []struct{ warm, cancelled bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		cancelled := tc.cancelled
+		t.Run(fmt.Sprintf("line-kept-%v/cancelled-%v", tc.warm, cancelled), func(t *testing.T) {
 			ctx, srv := serve(t)
 			c, other := newClient(t, srv), newClient(t, srv)
+			if tc.warm {
+				warmGrantLine(ctx, t, c)
+			}
 			names := inOrder(t, c, "k-a", "k-b", "k-c")
 			holder, err := other.Lock(ctx, names[1])
 			require.NoError(t, err)

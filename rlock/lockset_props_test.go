@@ -75,35 +75,58 @@ func receiveSet(t *testing.T, out <-chan setOutcome) setOutcome {
 	return setOutcome{}
 }
 
+// warmGrantLine has c keep its grant line, as it does from its first
+// wait on: a set's script then queues the set's waiter itself.
+func warmGrantLine(ctx context.Context, t *testing.T, c *Client) {
+	t.Helper()
+	p, err := c.plainLock("warm-line")
+	require.NoError(t, err)
+	s, err := p.subscribe(ctx, c, true)
+	require.NoError(t, err)
+	s.close()
+	require.True(t, c.grants.ready())
+}
+
 // Property 1: a LockAll cancelled while it waits, at any member past the
-// first, holds nothing and waits nowhere once it returns.
+// first, holds nothing and waits nowhere once it returns: whether its own
+// script queued it (a client that keeps its grant line) or Lock's acquire
+// did.
 func TestLockAllCancelledLeavesNothing(t *testing.T) {
-	for wait := 1; wait <= 2; wait++ {
-		t.Run(fmt.Sprintf("waiting-on-member-%d", wait+1), func(t *testing.T) {
-			ctx, srv := serve(t)
-			c, other := newClient(t, srv), newClient(t, srv)
-			names := inOrder(t, c, "c-a", "c-b", "c-c")
-			holder, err := other.Lock(ctx, names[wait])
-			require.NoError(t, err)
-			callCtx, cancel := context.WithCancel(ctx)
-			got := lockAllInBackground(callCtx, c, names)
-			waitForQueued(t, srv, names[wait], 1)
-			for _, name := range names[:wait] {
-				require.NotEmpty(t, holderOf(ctx, t, c, name), "the set holds what it has while it waits")
-			}
-			cancel()
-			o := receiveSet(t, got)
-			require.ErrorIs(t, o.err, ErrNotObtained)
-			require.ErrorIs(t, o.err, context.Canceled)
-			require.Nil(t, o.s)
-			rdb := admin(t, srv)
-			requireNothingLeft(ctx, t, c, rdb, names[:wait]...)
-			requireNothingLeft(ctx, t, c, rdb, names[wait+1:]...)
-			require.Zero(t, rdb.Exists(ctx, lockKey(names[wait])+":queue").Val(), "the set's waiter is left")
-			require.NoError(t, holder.Unlock(ctx))
-			requireNothingLeft(ctx, t, c, rdb, names...)
-		})
+	for _, warm := range []bool{false, true} {
+		for wait := 1; wait <= 2; wait++ {
+			t.Run(fmt.Sprintf("line-kept-%v/waiting-on-member-%d", warm, wait+1), func(t *testing.T) {
+				testLockAllCancelled(t, warm, wait)
+			})
+		}
 	}
+}
+
+func testLockAllCancelled(t *testing.T, warm bool, wait int) {
+	ctx, srv := serve(t)
+	c, other := newClient(t, srv), newClient(t, srv)
+	if warm {
+		warmGrantLine(ctx, t, c)
+	}
+	names := inOrder(t, c, "c-a", "c-b", "c-c")
+	holder, err := other.Lock(ctx, names[wait])
+	require.NoError(t, err)
+	callCtx, cancel := context.WithCancel(ctx)
+	got := lockAllInBackground(callCtx, c, names)
+	waitForQueued(t, srv, names[wait], 1)
+	for _, name := range names[:wait] {
+		require.NotEmpty(t, holderOf(ctx, t, c, name), "the set holds what it has while it waits")
+	}
+	cancel()
+	o := receiveSet(t, got)
+	require.ErrorIs(t, o.err, ErrNotObtained)
+	require.ErrorIs(t, o.err, context.Canceled)
+	require.Nil(t, o.s)
+	rdb := admin(t, srv)
+	requireNothingLeft(ctx, t, c, rdb, names[:wait]...)
+	requireNothingLeft(ctx, t, c, rdb, names[wait+1:]...)
+	require.Zero(t, rdb.Exists(ctx, lockKey(names[wait])+":queue").Val(), "the set's waiter is left")
+	require.NoError(t, holder.Unlock(ctx))
+	requireNothingLeft(ctx, t, c, rdb, names...)
 }
 
 // Property 1: TryLockAll on a set partly held by another owner gives back
@@ -141,7 +164,9 @@ func TestLockAllNotStarved(t *testing.T) {
 	names := inOrder(t, c, "s-a", "s-b", "s-c")
 	holder, err := newClient(t, srv).Lock(ctx, names[1])
 	require.NoError(t, err)
-	first := lockAllInBackground(ctx, newClient(t, srv), names)
+	setClient := newClient(t, srv)
+	warmGrantLine(ctx, t, setClient) // its script queues it
+	first := lockAllInBackground(ctx, setClient, names)
 	waitForQueued(t, srv, names[1], 1)
 
 	later := newClient(t, srv)
