@@ -50,12 +50,7 @@ func TestLockSetOnCluster(t *testing.T) {
 	waiting := lockAllInBackground(ctx, c, names)
 	require.Eventually(t, func() bool { return holderOf(ctx, t, c, got[0]) != "" }, fast, 10*time.Millisecond)
 	require.NoError(t, holder.Unlock(ctx))
-	o := receiveSet(t, waiting)
-	require.NoError(t, o.err)
-	for _, name := range got {
-		require.Equal(t, o.s.members[0].hold.owner, holderOf(ctx, t, c, name))
-	}
-	require.NoError(t, o.s.Unlock(ctx))
+	require.NoError(t, receiveWholeSet(ctx, t, c, waiting, got...).Unlock(ctx))
 	for _, name := range got {
 		require.Empty(t, holderOf(ctx, t, c, name))
 	}

@@ -87,6 +87,34 @@ func warmGrantLine(ctx context.Context, t *testing.T, c *Client) {
 	require.True(t, c.grants.ready())
 }
 
+// receiveWholeSet waits for a LockAll's set, up to fast, and checks that
+// its owner holds each of names once.
+func receiveWholeSet(ctx context.Context, t *testing.T, c *Client, out <-chan setOutcome, names ...string) *LockSet {
+	t.Helper()
+	o := receiveSet(t, out)
+	require.NoError(t, o.err)
+	requireHeldOnceBy(ctx, t, c, o.s.members[0].hold.owner, names...)
+	return o.s
+}
+
+// requireHeldOnceBy checks that owner holds each of names with one count.
+func requireHeldOnceBy(ctx context.Context, t *testing.T, c *Client, owner string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		st, err := c.Inspect(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{owner: 1}, st.Holders, name)
+	}
+}
+
+// givenOwner is ctx, with WithOwner's owner if given.
+func givenOwner(ctx context.Context, given bool) context.Context {
+	if given {
+		return WithOwner(ctx, "given")
+	}
+	return ctx
+}
+
 // Property 1: a LockAll cancelled while it waits, at any member past the
 // first, holds nothing and waits nowhere once it returns: whether its own
 // script queued it (a client that keeps its grant line) or Lock's acquire
@@ -178,12 +206,7 @@ func TestLockAllNotStarved(t *testing.T) {
 	waitForQueued(t, srv, names[1], 3)
 
 	require.NoError(t, holder.Unlock(ctx))
-	o := receiveSet(t, first)
-	require.NoError(t, o.err)
-	for _, name := range names {
-		require.Equal(t, o.s.members[0].hold.owner, holderOf(ctx, t, c, name))
-	}
-	require.NoError(t, o.s.Unlock(ctx))
+	require.NoError(t, receiveWholeSet(ctx, t, c, first, names...).Unlock(ctx))
 	l := receive(t, single)
 	require.Equal(t, l.Owner(), holderOf(ctx, t, c, names[1]), "the single Lock queued first goes first")
 	m := receive(t, held)
@@ -194,8 +217,6 @@ func TestLockAllNotStarved(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	require.NoError(t, l.Unlock(ctx))
-	o = receiveSet(t, second)
-	require.NoError(t, o.err)
-	require.NoError(t, o.s.Unlock(ctx))
+	require.NoError(t, receiveWholeSet(ctx, t, c, second, names[1:]...).Unlock(ctx))
 	requireNothingLeft(ctx, t, c, admin(t, srv), names...)
 }
