@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 )
 
 // setKeys is the keys of n locks called prefix-0 … prefix-(n-1).
@@ -192,4 +193,49 @@ func TestAcquireSetQueuesWaiter(t *testing.T) {
 	require.NoError(t, err)
 	_, err = AcquireSet(ctx, rdb, []Keys{sharded}, "o", "", testLease, true, sharded.Waiter("w3", "c"))
 	require.ErrorIs(t, err, ErrSetWaiter)
+}
+
+// BenchmarkSetServerTime reports the server time of a free set's acquire
+// and release, per call and per member, for sets of 1, 10, 100 and 1,000
+// members: what a set costs the server beside a single lock's free path
+// (BenchmarkFreePathServerTime).
+func BenchmarkSetServerTime(b *testing.B) {
+	ctx := context.Background()
+	rdb := redistest.Start(b).Client()
+	warm, err := Namespace{}.Keys("warm")
+	require.NoError(b, err)
+	res, err := AcquireSet(ctx, rdb, []Keys{warm}, "o", "", testLease, true, Waiter{}) // caches the scripts
+	require.NoError(b, err)
+	_, err = ReleaseSet(ctx, rdb, []SetHold{{Keys: warm, Owner: "o", Token: res.Tokens[0]}}, "warm")
+	require.NoError(b, err)
+	for _, n := range []int{1, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("members-%d", n), func(b *testing.B) {
+			ks := make([]Keys, n)
+			for i := range ks {
+				ks[i], _ = Namespace{}.Keys(fmt.Sprintf("bench-%d", i))
+			}
+			var acquire, release float64
+			for i := range b.N {
+				before, err := redisproc.ReadCommands(ctx, rdb)
+				require.NoError(b, err)
+				res, err := AcquireSet(ctx, rdb, ks, "o", "", testLease, true, Waiter{})
+				require.NoError(b, err)
+				mid, err := redisproc.ReadCommands(ctx, rdb)
+				require.NoError(b, err)
+				holds := make([]SetHold, n)
+				for j, k := range ks {
+					holds[j] = SetHold{Keys: k, Owner: "o", Token: res.Tokens[j]}
+				}
+				_, err = ReleaseSet(ctx, rdb, holds, fmt.Sprintf("rel-%d", i))
+				require.NoError(b, err)
+				after, err := redisproc.ReadCommands(ctx, rdb)
+				require.NoError(b, err)
+				acquire += float64(mid.Sub(before).Usec["evalsha"] + mid.Sub(before).Usec["eval"])
+				release += float64(after.Sub(mid).Usec["evalsha"] + after.Sub(mid).Usec["eval"])
+			}
+			b.ReportMetric(acquire/float64(b.N), "acquire-µs")
+			b.ReportMetric(release/float64(b.N), "release-µs")
+			b.ReportMetric((acquire+release)/float64(b.N*n), "µs/member")
+		})
+	}
 }

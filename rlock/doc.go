@@ -44,6 +44,9 @@
 // The same holds, waiter queue and watchdog serve a read-write lock
 // (Client.RWLock) and a counting semaphore (Client.Semaphore), whose
 // Permits are owned, leased, renewed and granted in strict FIFO order.
+// LockAll takes several plain locks all or nothing (a LockSet), in one
+// canonical order, waiting FIFO in each lock's queue (see "Lock sets"
+// below); RW locks and semaphores cannot be members.
 //
 // Redis is a single primary here, not Redlock: a failover can lose a lock, so
 // pass Token() to the storage you protect and have it reject stale tokens.

@@ -203,9 +203,9 @@ func (s *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // Property 4, contended: a client that keeps its grant line is queued at
-// the held member by the set's own script, and takes the rest with one
-// more once granted: two script calls for the set, where the wait costs
-// none.
+// the held member by the set's own script, and takes all the rest with
+// one more once granted: two script calls for the set, where the wait
+// costs none.
 func TestLockSetContendedRoundTrips(t *testing.T) {
 	ctx, srv := serve(t)
 	rdb := srv.Client()
@@ -216,7 +216,7 @@ func TestLockSetContendedRoundTrips(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	warmGrantLine(ctx, t, c)
 	warmSetScripts(ctx, t, c)
-	names := inOrder(t, c, "rt-a", "rt-b", "rt-c")
+	names := inOrder(t, c, "rt-a", "rt-b", "rt-c", "rt-d")
 	holder, err := newClient(t, srv).Lock(ctx, names[1])
 	require.NoError(t, err)
 	calls.n.Store(0)

@@ -81,11 +81,11 @@ func (t *setTake) takeAll(locks []*plainLock) error {
 			for j < g.to && t.c.handleIn(t.caller, locks[j].keys.Hash) == nil {
 				j++
 			}
-			n, err := t.takeFree(locks[i:j])
+			n, stopped, err := t.takeFree(locks[i:j])
 			if err != nil {
 				return err
 			}
-			if i += n; i < j {
+			if i += n; stopped {
 				if err := t.one(locks[i], t.owner); err != nil {
 					return err
 				}
@@ -130,13 +130,14 @@ func (t *setTake) one(p *plainLock, o callOwner) error {
 }
 
 // takeFree takes, in one script call, the free members at the start of
-// locks, which one script may touch, and returns how many it took. Where
+// locks, which one script may touch, and returns how many it took, and
+// whether it stopped at a member it did not queue for (the next). Where
 // one waiter serves every lock (reentrant's SharesWaiters) and its grant
 // line costs no round trip, a blocking call is a waiter beforehand, as
 // Lock's is, and the same script queues it at the member it stops at:
 // takeFree then waits for that member too. A call whose reply is lost may
 // have run: it is undone in the background (undoFree).
-func (t *setTake) takeFree(locks []*plainLock) (int, error) {
+func (t *setTake) takeFree(locks []*plainLock) (n int, stopped bool, err error) {
 	t.at = locks[0].name()
 	keys := make([]reentrant.Keys, len(locks))
 	for i, p := range locks {
@@ -144,9 +145,8 @@ func (t *setTake) takeFree(locks []*plainLock) (int, error) {
 	}
 	var s *subscribed
 	if t.blocking && keys[0].SharesWaiters() {
-		var err error
 		if s, err = subscribeForGrants(t.wait, t.c, locks[0], false); err != nil {
-			return 0, t.waitError(err)
+			return 0, false, t.waitError(err)
 		}
 	}
 	var req string
@@ -161,28 +161,28 @@ func (t *setTake) takeFree(locks []*plainLock) (int, error) {
 			w := s.waiter()
 			t.c.background.run(t.lease, func(ctx context.Context) { t.undoFree(ctx, locks, req, w) })
 		}
-		return 0, t.waitError(err)
+		return 0, false, t.waitError(err)
 	}
 	if err := t.adoptAll(locks, res.Tokens, sent); err != nil {
 		if res.Queued {
 			t.attempt(locks[len(res.Tokens)], t.owner).leaveNow(s.w)
 		}
 		s.close()
-		return 0, err
+		return 0, false, err
 	}
 	if !res.Queued {
 		s.close()
-		return len(res.Tokens), nil
+		return len(res.Tokens), len(res.Tokens) < len(locks), nil
 	}
 	// Queued at the member it stopped at: wait for it as Lock waits.
 	next := locks[len(res.Tokens)]
 	t.at = next.name()
 	l, err := t.c.observed(t.attempt(next, t.owner).waitQueued(t.wait, s, res.HolderTTL, sent))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	t.taken = append(t.taken, (*handle)(l))
-	return len(res.Tokens) + 1, nil
+	return len(res.Tokens) + 1, false, nil
 }
 
 // adoptAll makes handles, members of the set, of the holds tokens a set
