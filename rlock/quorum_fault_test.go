@@ -66,7 +66,7 @@ func TestQuorumMajorityDown(t *testing.T) {
 					require.NotContains(t, err.Error(), s.Addr)
 				}
 			}
-			requireNothingLeft(t, ctx, up, "maj")
+			requireNothingLeftOnNodes(t, ctx, up, "maj")
 		})
 	}
 }

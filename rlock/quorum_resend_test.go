@@ -86,7 +86,7 @@ func TestQuorumResendsAndCancellation(t *testing.T) {
 				}
 				require.NoError(t, l.Unlock(ctx))
 			}
-			requireNothingLeft(t, ctx, srvs, "resent")
+			requireNothingLeftOnNodes(t, ctx, srvs, "resent")
 			other := newQuorumClient(t, srvs)
 			got, err := other.TryLock(ctx, "resent")
 			require.NoError(t, err)

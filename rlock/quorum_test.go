@@ -57,10 +57,10 @@ func quorumLeftovers(t *testing.T, ctx context.Context, srvs []*redistest.Server
 	return n
 }
 
-// requireNothingLeft waits for every node to have nothing of the lock
+// requireNothingLeftOnNodes waits for every node to have nothing of the lock
 // left: an Unlock returns once a majority confirmed it, and the other
 // nodes' releases may still be on their way.
-func requireNothingLeft(t *testing.T, ctx context.Context, srvs []*redistest.Server, name string) {
+func requireNothingLeftOnNodes(t *testing.T, ctx context.Context, srvs []*redistest.Server, name string) {
 	t.Helper()
 	require.Eventually(t, func() bool { return quorumLeftovers(t, ctx, srvs, name) == 0 },
 		5*time.Second, 10*time.Millisecond, "left behind")
@@ -97,7 +97,7 @@ func TestQuorumLockUnlock(t *testing.T) {
 		require.NoError(t, l.Unlock(ctx))
 		require.ErrorIs(t, l.Context().Err(), context.Canceled)
 	}
-	requireNothingLeft(t, ctx, srvs, "q")
+	requireNothingLeftOnNodes(t, ctx, srvs, "q")
 	require.NoError(t, c.Do(ctx, "q", func(ctx context.Context) error {
 		l, ok := FromContext(ctx)
 		require.True(t, ok)
@@ -152,7 +152,7 @@ func takeTurns(t *testing.T, nodes int) {
 	for i := 1; i < len(tokens); i++ {
 		require.Greater(t, tokens[i], tokens[i-1], "token %d", i)
 	}
-	requireNothingLeft(t, ctx, srvs, "turns")
+	requireNothingLeftOnNodes(t, ctx, srvs, "turns")
 }
 
 func TestNewQuorumBadInput(t *testing.T) {
