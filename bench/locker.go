@@ -100,15 +100,26 @@ type PermitLocker interface {
 	Close() error
 }
 
+// MultiLocker is one process's way of taking sets of named locks, all or
+// none.
+type MultiLocker interface {
+	// LockAll blocks until every one of names is held or ctx ends; Unlock
+	// of the Held releases them all.
+	LockAll(ctx context.Context, names []string) (Held, error)
+	// Close releases what the MultiLocker owns besides the worker's client.
+	Close() error
+}
+
 // Algorithm names the constructors of one contestant for the tables: New
 // for lock scenarios, NewRW for RW scenarios, NewSemaphore for semaphore
-// scenarios. A Suite runs it on the scenarios of the kinds it has a
-// constructor for.
+// scenarios, NewMulti for multi-lock scenarios. A Suite runs it on the
+// scenarios of the kinds it has a constructor for.
 type Algorithm struct {
 	Name         string
 	New          func(Env) (Locker, error)
 	NewRW        func(Env) (RWLocker, error)
 	NewSemaphore func(Env) (PermitLocker, error)
+	NewMulti     func(Env) (MultiLocker, error)
 }
 
 // serves reports whether a has a constructor for scenarios of kind k.
@@ -118,6 +129,8 @@ func (a Algorithm) serves(k Kind) bool {
 		return a.NewRW != nil
 	case KindSemaphore:
 		return a.NewSemaphore != nil
+	case KindMulti:
+		return a.NewMulti != nil
 	}
 	return a.New != nil
 }
