@@ -10,7 +10,7 @@ import (
 
 // acquireScript runs lua/acquire.lua, and lua/acquire_queue.lua when the
 // lock is held or queued for (see freePathScript).
-var acquireScript = freePathScript([]string{"master.lua", "token.lua", "acquire.lua"}, "acquire_queue.lua")
+var acquireScript = freePathScript([]string{"master.lua", "token.lua", "take.lua", "acquire.lua"}, "acquire_queue.lua")
 
 // AcquireResult is the outcome of one acquire attempt.
 type AcquireResult struct {

@@ -289,17 +289,7 @@ func (a *attempt) notObtained(ctxErr error) error {
 // wait has given the grant back when it returns, unless Redis does not
 // answer within leaveWait: then it goes on in the background.
 func (a *attempt) notReplicated(ctx context.Context, err error, giveBack func(ctx context.Context)) error {
-	done := make(chan struct{})
-	a.c.background.run(a.lease, func(ctx context.Context) {
-		defer close(done)
-		giveBack(ctx)
-	})
-	timer := time.NewTimer(leaveWait)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-	}
+	a.c.cleanUpNow(a.lease, giveBack)
 	if ctx.Err() != nil {
 		return a.notObtained(ctx.Err())
 	}

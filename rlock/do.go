@@ -26,10 +26,16 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	return runHeld(ctx, l, fn)
 }
 
+// held is what Do and DoAll hold while fn runs: a Lock or a LockSet.
+type held interface {
+	Context() context.Context
+	Unlock(ctx context.Context) error
+}
+
 // runHeld runs fn with l's Context, ended also by ctx, and unlocks l, as
 // Do says.
-func runHeld(ctx context.Context, l *Lock, fn func(ctx context.Context) error) error {
-	fctx := newFnContext(ctx, &l.ctx)
+func runHeld(ctx context.Context, l held, fn func(ctx context.Context) error) error {
+	fctx := newFnContext(ctx, l.Context())
 	returned := false
 	defer func() {
 		fctx.stop()
@@ -57,13 +63,13 @@ func runHeld(ctx context.Context, l *Lock, fn func(ctx context.Context) error) e
 // Done is closed before Err returns non-nil.
 type fnContext struct {
 	context.Context                         // derived from held; cancelled with the caller's cause
-	held            *handleContext          // the handle's Context
+	held            context.Context         // the handle's (or the set's) Context
 	caller          context.Context         // the ctx given to Do
 	cancel          context.CancelCauseFunc // ends Context
 	stopAfter       func() bool             // stops the caller's AfterFunc
 }
 
-func newFnContext(caller context.Context, held *handleContext) *fnContext {
+func newFnContext(caller context.Context, held context.Context) *fnContext {
 	inner, cancel := context.WithCancelCause(held)
 	c := &fnContext{Context: inner, held: held, caller: caller, cancel: cancel}
 	c.stopAfter = context.AfterFunc(caller, c.callerEnded)

@@ -109,17 +109,25 @@ const leaveWait = 250 * time.Millisecond
 // etcd's Mutex deletes its key before Lock returns: a release right after
 // the call gave up then cannot grant it the lock, and a retry does not find
 // the lock held by its own abandoned waiter. The leave runs as a clean-up,
-// retried until Redis answers; the call waits for it up to leaveWait.
+// retried until Redis answers (see cleanUpNow).
 func (a *attempt) leaveNow(w reentrant.Waiter) {
-	left := make(chan struct{})
-	a.c.background.run(a.lease, func(ctx context.Context) {
-		defer close(left)
-		a.leave(ctx, w)
+	a.c.cleanUpNow(a.lease, func(ctx context.Context) { a.leave(ctx, w) })
+}
+
+// cleanUpNow runs clean-up f in the background, bounded by bound (see
+// cleanups.run), and waits for it up to leaveWait: a call that gave up
+// has then cleaned up when it returns, unless Redis did not answer in
+// time, and then the clean-up goes on without it.
+func (c *Client) cleanUpNow(bound time.Duration, f func(ctx context.Context)) {
+	done := make(chan struct{})
+	c.background.run(bound, func(ctx context.Context) {
+		defer close(done)
+		f(ctx)
 	})
 	timer := time.NewTimer(leaveWait)
 	defer timer.Stop()
 	select {
-	case <-left:
+	case <-done:
 	case <-timer.C:
 	}
 }

@@ -59,6 +59,26 @@ func newHandle(h *hold, caller context.Context, via *handle, lc lockConfig, sent
 func (l *handle) unlock(ctx context.Context) error {
 	l.unlockMu.Lock()
 	defer l.unlockMu.Unlock()
+	send, endedBeforeSend, err := l.beginRelease()
+	if !send {
+		return err
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+	}
+	h := l.hold
+	res, err := h.res.release(ctx, h.owner, h.id, l.unlockReq)
+	return l.finishRelease(res, err, endedBeforeSend)
+}
+
+// beginRelease begins the unlock of l, whose unlockMu is held: send says
+// a release is to be sent, endedBeforeSend that the hold had ended before
+// it; without send, err is the unlock's answer. A LockSet's Unlock sends
+// the releases of its members together, between their beginRelease and
+// finishRelease.
+func (l *handle) beginRelease() (send, endedBeforeSend bool, err error) {
 	h := l.hold
 	if h.validity.passed(time.Now()) {
 		// A lease that ran out while held is a loss, even if Redis has
@@ -66,22 +86,24 @@ func (l *handle) unlock(ctx context.Context) error {
 		h.cutOff(h.causeAtValidity())
 	}
 	if err := h.beginUnlock(l); err != nil {
-		return err
+		return false, false, err
 	}
 	if errors.Is(h.endCause(), ErrClosed) {
 		h.finishHandle(l)
-		return ErrClosed
+		return false, false, ErrClosed
 	}
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-		defer cancel()
-	}
-	endedBeforeSend := h.endCause() != nil
+	endedBeforeSend = h.endCause() != nil
 	if endedBeforeSend && releasesBlind(h.res) {
-		return h.finishHandle(l)
+		return false, true, h.finishHandle(l)
 	}
-	res, err := h.res.release(ctx, h.owner, h.id, l.unlockReq)
+	return true, endedBeforeSend, nil
+}
+
+// finishRelease ends the unlock of l, whose release (begun by
+// beginRelease) answered res or failed with err, and returns the unlock's
+// answer.
+func (l *handle) finishRelease(res reentrant.ReleaseResult, err error, endedBeforeSend bool) error {
+	h := l.hold
 	if err != nil {
 		if h.endCause() == nil {
 			return err // still unlocking: a retry replays this release

@@ -43,21 +43,6 @@ end
 local publish = ARGV[#ARGV]
 requireMaster()
 
--- takeFree makes owner the holder of the free lock, with a new token, and
--- remembers the request (an owner made for this call needs no record: a
--- hold it has can only be this call's own). It returns acquire's reply.
--- It takes the script's locals as arguments: as upvalues they would cost
--- the free path more server time.
-local function takeFree(hash, fence, owner, leaseMs, newOwner, req, requestMs)
-  local given = takeToken(fence, leaseMs)
-  redis.call('hset', hash, owner, '1')
-  redis.call('pexpire', hash, leaseMs)
-  if not newOwner then
-    redis.call('set', req, '1:' .. formatToken(given), 'px', requestMs)
-  end
-  return {1, 1, given}
-end
-
 -- The free path: nobody holds the lock and nobody waits, which one EXISTS
 -- tells. It ends here, before the grant library (acquire_queue.lua) is
 -- made. A re-entry (token) needs a hold, so it does not look.

@@ -1,8 +1,9 @@
 -- Library (see script.go): the replay record of a script whose reply is a
 -- list of whole numbers, so that a resent call (go-redis resends on a read
 -- timeout) returns the first run's reply instead of acting again. The
--- numbers may be tokens or hold IDs (around 1.7e15), so they are stored as
--- formatToken prints them, separated by spaces.
+-- numbers may be tokens or hold IDs (around 1.7e15), or negative (a set's
+-- release, release_set.lua), so they are stored as formatToken prints
+-- them, separated by spaces.
 
 -- replayed is the reply the request key req remembers, or nil.
 local function replayed(req)
@@ -11,7 +12,7 @@ local function replayed(req)
     return nil
   end
   local reply = {}
-  for n in string.gmatch(seen, '%d+') do
+  for n in string.gmatch(seen, '%-?%d+') do
     reply[#reply + 1] = tonumber(n)
   end
   return reply

@@ -1,0 +1,241 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonlock/baton/reentrant"
+)
+
+// lockAll is LockAll (blocking) and TryLockAll.
+func (c *Client) lockAll(ctx context.Context, names []string, opts []LockOption, blocking bool) (*LockSet, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	locks, err := c.setLocks(names)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := newLockConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	t := &setTake{c: c, caller: ctx, wait: ctx, lease: c.cfg.watchdogLease, cfg: lc, blocking: blocking || lc.waitIsSet}
+	if lc.leaseSet {
+		t.lease = lc.lease
+	}
+	// WaitAtMost bounds the whole set: the members' acquires wait as
+	// Lock's, within the set's bound.
+	t.cfg.waitIsSet = false
+	if lc.waitIsSet {
+		var cancel context.CancelFunc
+		t.wait, cancel = context.WithTimeout(ctx, lc.wait)
+		defer cancel()
+	}
+	t.owner = callOwner{owner: c.newOwner(), newOwner: true}
+	if owner, ok := OwnerFrom(ctx); ok {
+		t.owner = callOwner{owner: owner}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", ErrNotObtained, locks[0].name(), err)
+	}
+	if err := t.takeAll(locks); err != nil {
+		t.giveBack()
+		return nil, t.failure(err, lc.wait)
+	}
+	return &LockSet{c: c, members: t.taken, ctx: newSetContext(t.taken)}, nil
+}
+
+// setTake is one LockAll or TryLockAll call: what it has taken so far, in
+// the canonical order, and what each member's acquire needs.
+type setTake struct {
+	c        *Client
+	caller   context.Context // the caller's ctx, whose handles are re-entered
+	wait     context.Context // the caller's, within WaitAtMost
+	owner    callOwner       // the owner the members not re-entered are taken under
+	lease    time.Duration
+	cfg      lockConfig // the members' acquires' (WaitAtMost is the set's)
+	blocking bool
+	taken    []*handle
+	at       string // the name of the member being taken
+}
+
+// takeAll takes locks, in the canonical order: a member held through the
+// caller's ctx is re-entered through its handle; a run of the others is
+// taken by one script call per group (takeFree), and the member it stops
+// at is acquired as Lock acquires one, waiting in its queue, before the
+// next run. It stops at the first error.
+func (t *setTake) takeAll(locks []*plainLock) error {
+	for _, g := range t.c.groupsOf(locks) {
+		for i := g.from; i < g.to; {
+			if in := t.c.handleIn(t.caller, locks[i].keys.Hash); in != nil {
+				if err := t.one(locks[i], callOwner{owner: in.hold.owner, via: in}); err != nil {
+					return err
+				}
+				i++
+				continue
+			}
+			j := i + 1
+			for j < g.to && t.c.handleIn(t.caller, locks[j].keys.Hash) == nil {
+				j++
+			}
+			n, err := t.takeFree(locks[i:j])
+			if err != nil {
+				return err
+			}
+			if i += n; i < j {
+				if err := t.one(locks[i], t.owner); err != nil {
+					return err
+				}
+				i++
+			}
+		}
+	}
+	return nil
+}
+
+// attempt is the acquire of member p as owner o: its ctx ends with the
+// set's wait, and carries the values of the members taken before it (the
+// last one's Context chains them all), so that each member's Context, the
+// last one's above all, carries every member before it.
+func (t *setTake) attempt(p *plainLock, o callOwner) *attempt {
+	var values context.Context = t.caller
+	if n := len(t.taken); n > 0 {
+		values = &t.taken[n-1].ctx
+	}
+	return &attempt{c: t.c, ctx: memberCtx{Context: t.wait, values: values}, res: p, callOwner: o, lease: t.lease, cfg: t.cfg}
+}
+
+// memberCtx is the ctx of a member's acquire: the set's wait, with the
+// values of values.
+type memberCtx struct {
+	context.Context
+	values context.Context
+}
+
+func (m memberCtx) Value(key any) any { return m.values.Value(key) }
+
+// one acquires member p as owner o as Lock does: it re-enters through o's
+// handle, or waits in p's queue (or, for TryLockAll, does not).
+func (t *setTake) one(p *plainLock, o callOwner) error {
+	t.at = p.name()
+	l, err := t.c.observed(t.attempt(p, o).run(t.blocking))
+	if err != nil {
+		return err
+	}
+	t.taken = append(t.taken, (*handle)(l))
+	return nil
+}
+
+// takeFree takes, in one script call, the free members at the start of
+// locks, which one script may touch, and returns how many it took. A call
+// whose reply is lost may have run: it is undone in the background by
+// replaying it and releasing what it took.
+func (t *setTake) takeFree(locks []*plainLock) (int, error) {
+	t.at = locks[0].name()
+	keys := make([]reentrant.Keys, len(locks))
+	for i, p := range locks {
+		keys[i] = p.keys
+	}
+	var req string
+	if !t.owner.newOwner {
+		req = newRequestID()
+	}
+	sent := time.Now()
+	tokens, err := reentrant.AcquireSet(t.wait, t.c.rdb, keys, t.owner.owner, req, t.lease, t.owner.newOwner)
+	if err != nil {
+		if !isServerReply(err) {
+			t.c.background.run(t.lease, func(ctx context.Context) { t.undoFree(ctx, keys, req) })
+		}
+		if t.wait.Err() != nil {
+			return 0, fmt.Errorf("%w: %q: %w", ErrNotObtained, t.at, t.wait.Err())
+		}
+		return 0, err
+	}
+	if len(tokens) == 0 {
+		return 0, nil
+	}
+	// One acknowledgement covers the script's every write.
+	if err := t.c.acks.replicated(t.wait, keys[0].Hash); err != nil {
+		t.c.cleanUpNow(t.lease, func(ctx context.Context) { t.c.releaseSetRetrying(ctx, t.holds(keys, tokens)) })
+		return 0, &lockError{sentinel: ErrNotObtained, name: locks[0].name(), what: "not obtained", cause: err}
+	}
+	for k, token := range tokens {
+		l, err := t.c.adopt(t.attempt(locks[k], t.owner), holdGrant{id: token, token: token}, sent, t.lease, Free)
+		if err != nil {
+			// A grant whose validity passed before it became a handle
+			// (the reply came later than the lease), or the client
+			// closed: what is not a member yet goes back here.
+			rest := t.holds(keys[k:], tokens[k:])
+			t.c.cleanUpNow(t.lease, func(ctx context.Context) { t.c.releaseSetRetrying(ctx, rest) })
+			return 0, &lockError{sentinel: ErrNotObtained, name: locks[k].name(), what: "not obtained", cause: err}
+		}
+		t.taken = append(t.taken, (*handle)(l))
+		t.c.observed(l, nil)
+	}
+	return len(tokens), nil
+}
+
+// holds names the holds tokens of the set's owner on keys.
+func (t *setTake) holds(keys []reentrant.Keys, tokens []uint64) []reentrant.SetHold {
+	holds := make([]reentrant.SetHold, len(tokens))
+	for i, token := range tokens {
+		holds[i] = reentrant.SetHold{Keys: keys[i], Owner: t.owner.owner, Token: token}
+	}
+	return holds
+}
+
+// undoFree gives back a takeFree of keys whose reply was lost: replaying
+// it (its request ID, or, for an owner made for the call, the holds it
+// finds as its own) tells what it took, and holds that either way; then
+// one release gives that back. Both are tried again until Redis answers
+// or ctx ends; if it ends first, the leases free the locks instead.
+func (t *setTake) undoFree(ctx context.Context, keys []reentrant.Keys, req string) {
+	var tokens []uint64
+	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+		tokens, err = reentrant.AcquireSet(ctx, t.c.rdb, keys, t.owner.owner, req, t.lease, t.owner.newOwner)
+		return err
+	})
+	if err == nil && len(tokens) > 0 {
+		t.c.releaseSetRetrying(ctx, t.holds(keys, tokens))
+	}
+}
+
+// releaseSetRetrying gives back holds, which one script may touch,
+// resending the release under one request ID (which replays it) while its
+// reply is lost, until ctx ends (see releaseRetrying).
+func (c *Client) releaseSetRetrying(ctx context.Context, holds []reentrant.SetHold) {
+	req := newRequestID()
+	_ = untilAnswered(ctx, func(ctx context.Context) error {
+		_, err := reentrant.ReleaseSet(ctx, c.rdb, holds, req)
+		return err
+	})
+}
+
+// giveBack releases every member taken, all or nothing: one script per
+// group, retried while Redis cannot be reached; the call waits for it up
+// to leaveWait (see cleanUpNow).
+func (t *setTake) giveBack() {
+	if len(t.taken) == 0 {
+		return
+	}
+	s := &LockSet{c: t.c, members: t.taken}
+	t.c.cleanUpNow(t.lease, func(ctx context.Context) {
+		_ = untilAnswered(ctx, func(ctx context.Context) error {
+			_, unanswered := s.release(ctx)
+			return unanswered
+		})
+	})
+}
+
+// failure is err, which ended the set's taking, in the caller's terms:
+// WaitAtMost running out (wait) is ErrNotObtained naming the member
+// waited for, as Lock's.
+func (t *setTake) failure(err error, wait time.Duration) error {
+	if t.caller.Err() == nil && t.wait.Err() != nil && errors.Is(err, ErrNotObtained) {
+		return fmt.Errorf("%w: %q still held after %v", ErrNotObtained, t.at, wait)
+	}
+	return err
+}
