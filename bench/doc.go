@@ -57,6 +57,8 @@
 // The multi-lock scenario (MultiScenarios: sets of 2 to 6 of 16 names, in
 // the order each worker's seeded generator draws them, the same for every
 // contestant) has contestants of its own (MultiAlgorithms):
+//   - baton-multi: rlock's LockAll and LockSet.Unlock, with the default
+//     watchdog lease.
 //   - redisson-multilock: Redisson's MultiLock algorithm, written for the
 //     bench from RedissonMultiLock over locks in Redisson's RLock format
 //     (lua/redisson_lock.lua, lua/redisson_unlock.lua): lock() tries in
@@ -147,7 +149,9 @@
 // Runs never share keys: each has its own key prefix. Targets judges baton's
 // throughput, fairness and cost on figures of the same run: against the
 // FIFO limit 1/(hold + PING p50), the best peer or polling recipe, or
-// bsm/redislock; RTTTargets judges its latency, only on a run with a delay
+// bsm/redislock; in the multi-lock scenario, baton-multi's wait p99
+// against the best baseline's, its fairness, and its longest wait against
+// its median; RTTTargets judges its latency, only on a run with a delay
 // (set at RTTJudged, 500 µs each way). Neither is judged on miniredis.
 // WriteTable, WriteJudged and WriteFiles (JSON, CSV, SVG chart) present a
 // Report, which carries what the run ran on (Meta). The command

@@ -13,6 +13,9 @@ import (
 const (
 	// multiLock is the multi-lock scenario's name.
 	multiLock = "multi-lock"
+	// BatonMultiName is baton's LockAll, the algorithm under test of the
+	// multi-lock scenario.
+	BatonMultiName = "baton-multi"
 	// RedissonMultiName is Redisson's MultiLock algorithm (redissonMulti).
 	RedissonMultiName = "redisson-multilock"
 	// ObtainMultiName is bsm/redislock's ObtainMulti algorithm with a 1 ms
@@ -34,9 +37,30 @@ func MultiScenarios(d time.Duration) []Scenario {
 // table order.
 func MultiAlgorithms() []Algorithm {
 	return []Algorithm{
+		{Name: BatonMultiName, NewMulti: newBatonMulti},
 		{Name: RedissonMultiName, NewMulti: newRedissonMulti},
 		{Name: ObtainMultiName, NewMulti: newObtainMulti},
 	}
+}
+
+// batonMulti is baton's LockAll on one rlock.Client, as one process would
+// have, with the default watchdog lease.
+type batonMulti struct{ batonLocker }
+
+func newBatonMulti(e Env) (MultiLocker, error) {
+	l, err := newBaton()(e)
+	if err != nil {
+		return nil, err
+	}
+	return batonMulti{l.(batonLocker)}, nil
+}
+
+func (b batonMulti) LockAll(ctx context.Context, names []string) (Held, error) {
+	s, err := b.c.LockAll(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 var (

@@ -178,9 +178,10 @@ func TestObtainMultiTakesAllOrNone(t *testing.T) {
 }
 
 // The multi-lock contestants on a real server: none lets two workers hold
-// a name at once, ObtainMulti takes sets, and each acquire and release is
-// measured one at a time: one script for ObtainMulti's set of 4, one per
-// lock for the MultiLock's.
+// a name at once, baton and ObtainMulti take sets, and each acquire and
+// release is measured one at a time: one script for a free set of 4 for
+// baton on a single node and for ObtainMulti, one per lock for the
+// MultiLock's.
 func TestMultiContestantsOnARealServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -191,14 +192,53 @@ func TestMultiContestantsOnARealServer(t *testing.T) {
 		require.Zero(t, r.Violations, r.Algorithm)
 		require.Equal(t, KindMulti, r.Kind)
 		require.Zero(t, r.Handoffs, "a set's wait is no one name's hand-off")
-		if r.Algorithm == ObtainMultiName {
+		if r.Algorithm != RedissonMultiName { // which may deadlock from the start
 			require.Positive(t, r.Acquisitions)
 		}
 	}
-	scripts := map[string]float64{}
+	scripts := map[string][2]float64{}
 	for _, c := range rep.Scripts {
 		require.Equal(t, "set of 4", c.Hold)
-		scripts[c.Algorithm] = c.Acquire.ScriptsPerCall
+		scripts[c.Algorithm] = [2]float64{c.Acquire.ScriptsPerCall, c.Release.ScriptsPerCall}
 	}
-	require.Equal(t, map[string]float64{RedissonMultiName: 4, ObtainMultiName: 1}, scripts)
+	require.Equal(t, map[string][2]float64{BatonMultiName: {1, 1}, RedissonMultiName: {4, 4}, ObtainMultiName: {1, 1}}, scripts)
+}
+
+// The multi-lock targets judge baton-multi against the best baseline of
+// the same scenario (never the plain lock's contestants) and alone.
+func TestMultiLockTargets(t *testing.T) {
+	ms := time.Millisecond
+	results := func(p99, p50, most time.Duration, fairness float64) []Result {
+		return []Result{
+			{Algorithm: BatonMultiName, Scenario: multiLock, WaitP99: p99, WaitP50: p50, WaitMax: most, Fairness: fairness},
+			{Algorithm: RedissonMultiName, Scenario: multiLock, WaitP99: 500 * ms},
+			{Algorithm: ObtainMultiName, Scenario: multiLock, WaitP99: 75 * ms},
+			{Algorithm: BatonName, Scenario: hotKey, WaitP99: ms},
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		results []Result
+		want    [3]string // wait p99, fairness, slowest
+		detail  string
+	}{
+		{"all met", results(25*ms, 2*ms, 40*ms, 0.8), [3]string{"PASS", "PASS", "PASS"},
+			"baton-multi 25ms, obtainmulti-1ms 75ms (limit 25ms)"},
+		{"all missed", results(26*ms, 2*ms, 41*ms, 0.799), [3]string{"MISS", "MISS", "MISS"},
+			"baton-multi 41ms = 20.50× p50 2ms"},
+		{"no median", results(26*ms, 0, 41*ms, 0.8), [3]string{"MISS", "PASS", "SKIP"}, "no wait measured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checks := byTarget(Targets(tc.results))
+			var got [3]string
+			var details string
+			for i, target := range []string{"wait p99 ≤ 1/3 of the best's", "fairness ≥ 0.8", "wait max ≤ 20× wait p50"} {
+				c := checks[multiLock+": "+target]
+				got[i] = c.Status
+				details += c.Detail + "\n"
+			}
+			require.Equal(t, tc.want, got, details)
+			require.Contains(t, details, tc.detail)
+		})
+	}
 }
