@@ -175,6 +175,29 @@
 // ran unseen as after a lost reply (Redis keeps what a script wrote
 // before its error). Its message names the Lua file and the line in it.
 //
+// # Lock sets
+//
+// A lock set is several plain locks taken together (rlock's LockAll) in
+// one canonical order: the cluster slot of the name, then the name. Each
+// name is its own hash tag and cannot carry '{' or '}', so a name's slot
+// is CRC16(name) mod 16384, and a set's names share a slot only by chance.
+// AcquireSet (lua/acquire_set.lua) takes, in that order, the members one
+// script may touch (one slot on a cluster, any on a single node) as far
+// as they are free: each lock nobody holds and nobody waits for is taken
+// as acquire.lua takes it (takeFree, lua/take.lua, which both scripts
+// run), and the script stops at the first other member and takes nothing
+// past it; given a waiter, it queues it there (where one record serves
+// every lock: Keys.SharesWaiters). The caller then waits for that member
+// as a single lock's waiter, holding what it has, and runs the script
+// again for the rest.
+// Nobody takes a member past its queue, and every caller takes the keys in
+// the one order, so no waits form a circle. ReleaseSet
+// (lua/release_set.lua) leaves one hold of each member as release.lua
+// leaves it, each last hold handed to that lock's own next waiter
+// (passOn). Both remember their reply under a request key for replay (as
+// a list, lua/replay.lua); an owner made for the acquire needs none: a
+// member it holds counts as taken.
+//
 // # Shared resources
 //
 // A read-write lock and a semaphore are each a shared resource, one that
@@ -282,7 +305,7 @@
 // common one, and every function a script makes, every key and argument it
 // is passed and every number it prints costs each call server time: so
 // lua/acquire.lua and lua/release.lua run before the library (only
-// lua/master.lua and lua/token.lua before acquire.lua) and end every call
+// lua/master.lua, lua/token.lua and lua/take.lua before acquire.lua) and end every call
 // that grants nothing; lua/acquire_queue.lua and lua/release_pass.lua,
 // after it, do the rest, reading their head's locals. TestFreePathCommands
 // pins the free path's commands; BenchmarkFreePathServerTime compares its

@@ -44,6 +44,9 @@
 // The same holds, waiter queue and watchdog serve a read-write lock
 // (Client.RWLock) and a counting semaphore (Client.Semaphore), whose
 // Permits are owned, leased, renewed and granted in strict FIFO order.
+// LockAll takes several plain locks all or nothing (a LockSet), in one
+// canonical order, waiting FIFO in each lock's queue (see "Lock sets"
+// below); RW locks and semaphores cannot be members.
 //
 // Redis is a single primary here, not Redlock: a failover can lose a lock, so
 // pass Token() to the storage you protect and have it reject stale tokens.
@@ -134,6 +137,41 @@
 // under the same request ID while Redis cannot be reached, up to the lease
 // of what they give back; Close waits for them up to its own bound, then
 // cancels them.
+//
+// Lock sets. LockAll takes several plain locks all or nothing, as handles
+// of ordinary holds, one per member, under one owner (WithOwner's, or one
+// made for the call; a member held through ctx is re-entered through its
+// handle). The members are taken in one canonical order, the cluster slot
+// of the name, then the name: each name is its own hash tag (names cannot
+// carry '{' or '}'), so a slot is CRC16(name) mod 16384, and names share
+// one only by chance. A script may touch only one slot on a cluster, so
+// there the members are taken one slot at a time; on a single node (or
+// Sentinel) any members go in one script. One script takes the free
+// members at the start of the order and stops at the first held or queued
+// one; the call then waits for that member with the attempt and waiter
+// loop of a single Lock (acquire.go, wait.go), holding what it has, and
+// runs the next script for the members after it. Where one waiter serves
+// every lock (grants on the client's one channel, liveness by receiver
+// count: a single node) and the client keeps its grant line, a blocking
+// call is that waiter before its script, which queues it at the member it
+// stops at, so the wait costs no acquire of its own (waitQueued);
+// elsewhere Lock's own acquire queues it, one round trip more. A set never releases and
+// retries: every set and single Lock takes keys in the one order and
+// waits FIFO, so nobody waits in a circle. A set that fails (ctx, TryLockAll,
+// an error) gives back what it took, one script per slot, before it
+// returns (as a waiter's leave: up to 250 ms, then in the background); a
+// set script whose reply was lost is undone as an acquire is, by its
+// replay (request ID, or an owner made for the call finding its own
+// holds), then a release. One acknowledgement by replicas covers each set
+// script. The watchdog renews the members as any holds, in one pipeline
+// per round and one script call per slot (each chunk of up to 100): holds
+// taken at different moments renew in different rounds for at most one
+// tick, then together. The set's Context chains its members' (the last
+// member's Context carries every member before it), and ends with the
+// first member's end, its cause naming the member. Unlock sends the
+// members' releases together, one script per slot, each member handed to
+// its own next waiter, and finishes each handle as Lock.Unlock does; a
+// retry resends the same scripts under the same request IDs.
 //
 // # Glossary
 //

@@ -49,7 +49,9 @@ type LockSet struct {
 // start of the order are taken by one script call (one per slot on a
 // cluster); at the first lock it cannot take, the call waits in that
 // lock's FIFO queue like Lock, holding what it has, and goes on from there
-// once granted. A set never releases and retries, so sets and single locks
+// once granted. On a single node, a client that has waited before is
+// queued by that same script: a set whose members are free costs one
+// script call, and each member it waits for one more, for the rest. A set never releases and retries, so sets and single locks
 // cannot deadlock or livelock, and a waiting set is ahead of every later
 // call on the lock it waits for and on those it holds.
 //

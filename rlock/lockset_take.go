@@ -81,11 +81,11 @@ func (t *setTake) takeAll(locks []*plainLock) error {
 			for j < g.to && t.c.handleIn(t.caller, locks[j].keys.Hash) == nil {
 				j++
 			}
-			n, err := t.takeFree(locks[i:j])
+			n, stopped, err := t.takeFree(locks[i:j])
 			if err != nil {
 				return err
 			}
-			if i += n; i < j {
+			if i += n; stopped {
 				if err := t.one(locks[i], t.owner); err != nil {
 					return err
 				}
@@ -130,52 +130,101 @@ func (t *setTake) one(p *plainLock, o callOwner) error {
 }
 
 // takeFree takes, in one script call, the free members at the start of
-// locks, which one script may touch, and returns how many it took. A call
-// whose reply is lost may have run: it is undone in the background by
-// replaying it and releasing what it took.
-func (t *setTake) takeFree(locks []*plainLock) (int, error) {
+// locks, which one script may touch, and returns how many it took, and
+// whether it stopped at a member it did not queue for (the next). Where
+// one waiter serves every lock (reentrant's SharesWaiters) and its grant
+// line costs no round trip, a blocking call is a waiter beforehand, as
+// Lock's is, and the same script queues it at the member it stops at:
+// takeFree then waits for that member too. A call whose reply is lost may
+// have run: it is undone in the background (undoFree).
+func (t *setTake) takeFree(locks []*plainLock) (n int, stopped bool, err error) {
 	t.at = locks[0].name()
 	keys := make([]reentrant.Keys, len(locks))
 	for i, p := range locks {
 		keys[i] = p.keys
+	}
+	var s *subscribed
+	if t.blocking && keys[0].SharesWaiters() {
+		if s, err = subscribeForGrants(t.wait, t.c, locks[0], false); err != nil {
+			return 0, false, t.waitError(err)
+		}
 	}
 	var req string
 	if !t.owner.newOwner {
 		req = newRequestID()
 	}
 	sent := time.Now()
-	tokens, err := reentrant.AcquireSet(t.wait, t.c.rdb, keys, t.owner.owner, req, t.lease, t.owner.newOwner)
+	res, err := reentrant.AcquireSet(t.wait, t.c.rdb, keys, t.owner.owner, req, t.lease, t.owner.newOwner, s.waiter())
 	if err != nil {
+		s.close()
 		if !isServerReply(err) {
-			t.c.background.run(t.lease, func(ctx context.Context) { t.undoFree(ctx, keys, req) })
+			w := s.waiter()
+			t.c.background.run(t.lease, func(ctx context.Context) { t.undoFree(ctx, locks, req, w) })
 		}
-		if t.wait.Err() != nil {
-			return 0, fmt.Errorf("%w: %q: %w", ErrNotObtained, t.at, t.wait.Err())
-		}
-		return 0, err
+		return 0, false, t.waitError(err)
 	}
+	if err := t.adoptAll(locks, res.Tokens, sent); err != nil {
+		if res.Queued {
+			t.attempt(locks[len(res.Tokens)], t.owner).leaveNow(s.w)
+		}
+		s.close()
+		return 0, false, err
+	}
+	if !res.Queued {
+		s.close()
+		return len(res.Tokens), len(res.Tokens) < len(locks), nil
+	}
+	// Queued at the member it stopped at: wait for it as Lock waits.
+	next := locks[len(res.Tokens)]
+	t.at = next.name()
+	l, err := t.c.observed(t.attempt(next, t.owner).waitQueued(t.wait, s, res.HolderTTL, sent))
+	if err != nil {
+		return 0, false, err
+	}
+	t.taken = append(t.taken, (*handle)(l))
+	return len(res.Tokens) + 1, false, nil
+}
+
+// adoptAll makes handles, members of the set, of the holds tokens a set
+// script sent at sent took on the first of locks, once replicas have
+// acknowledged them: one acknowledgement covers the script's every write.
+// What it cannot make a member (not acknowledged; or a grant whose
+// validity passed before it became a handle, the reply having come later
+// than the lease; or the client closed) it gives back.
+func (t *setTake) adoptAll(locks []*plainLock, tokens []uint64, sent time.Time) error {
 	if len(tokens) == 0 {
-		return 0, nil
+		return nil
 	}
-	// One acknowledgement covers the script's every write.
+	keys := make([]reentrant.Keys, len(tokens))
+	for i := range tokens {
+		keys[i] = locks[i].keys
+	}
 	if err := t.c.acks.replicated(t.wait, keys[0].Hash); err != nil {
 		t.c.cleanUpNow(t.lease, func(ctx context.Context) { t.c.releaseSetRetrying(ctx, t.holds(keys, tokens)) })
-		return 0, &lockError{sentinel: ErrNotObtained, name: locks[0].name(), what: "not obtained", cause: err}
+		return &lockError{sentinel: ErrNotObtained, name: locks[0].name(), what: "not obtained", cause: err}
 	}
 	for k, token := range tokens {
 		l, err := t.c.adopt(t.attempt(locks[k], t.owner), holdGrant{id: token, token: token}, sent, t.lease, Free)
 		if err != nil {
-			// A grant whose validity passed before it became a handle
-			// (the reply came later than the lease), or the client
-			// closed: what is not a member yet goes back here.
 			rest := t.holds(keys[k:], tokens[k:])
 			t.c.cleanUpNow(t.lease, func(ctx context.Context) { t.c.releaseSetRetrying(ctx, rest) })
-			return 0, &lockError{sentinel: ErrNotObtained, name: locks[k].name(), what: "not obtained", cause: err}
+			return &lockError{sentinel: ErrNotObtained, name: locks[k].name(), what: "not obtained", cause: err}
 		}
 		t.taken = append(t.taken, (*handle)(l))
 		t.c.observed(l, nil)
 	}
-	return len(tokens), nil
+	return nil
+}
+
+// waitError is err, which ended a set script's call, in the caller's
+// terms: ErrNotObtained matching the ctx's error when the wait's ctx
+// ended it.
+func (t *setTake) waitError(err error) error {
+	err = lower(err)
+	if t.wait.Err() != nil && !errors.Is(err, ErrNotObtained) {
+		return fmt.Errorf("%w: %q: %w", ErrNotObtained, t.at, t.wait.Err())
+	}
+	return err
 }
 
 // holds names the holds tokens of the set's owner on keys.
@@ -187,19 +236,32 @@ func (t *setTake) holds(keys []reentrant.Keys, tokens []uint64) []reentrant.SetH
 	return holds
 }
 
-// undoFree gives back a takeFree of keys whose reply was lost: replaying
-// it (its request ID, or, for an owner made for the call, the holds it
-// finds as its own) tells what it took, and holds that either way; then
-// one release gives that back. Both are tried again until Redis answers
-// or ctx ends; if it ends first, the leases free the locks instead.
-func (t *setTake) undoFree(ctx context.Context, keys []reentrant.Keys, req string) {
-	var tokens []uint64
+// undoFree gives back a takeFree of locks whose reply was lost, as
+// waiter w (none if it did not queue): replaying it (its request ID, or,
+// for an owner made for the call, the holds it finds as its own, and its
+// record, queued once) tells what it took and where it queued, and holds
+// that either way; then w leaves that member's queue (passing on a grant
+// it was handed meanwhile) and one release gives back what it took. Each
+// is tried again until Redis answers or ctx ends; if it ends first, the
+// leases free the locks instead.
+func (t *setTake) undoFree(ctx context.Context, locks []*plainLock, req string, w reentrant.Waiter) {
+	keys := make([]reentrant.Keys, len(locks))
+	for i, p := range locks {
+		keys[i] = p.keys
+	}
+	var res reentrant.SetResult
 	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-		tokens, err = reentrant.AcquireSet(ctx, t.c.rdb, keys, t.owner.owner, req, t.lease, t.owner.newOwner)
+		res, err = reentrant.AcquireSet(ctx, t.c.rdb, keys, t.owner.owner, req, t.lease, t.owner.newOwner, w)
 		return err
 	})
-	if err == nil && len(tokens) > 0 {
-		t.c.releaseSetRetrying(ctx, t.holds(keys, tokens))
+	if err != nil {
+		return
+	}
+	if res.Queued {
+		t.attempt(locks[len(res.Tokens)], t.owner).leave(ctx, w)
+	}
+	if len(res.Tokens) > 0 {
+		t.c.releaseSetRetrying(ctx, t.holds(keys, res.Tokens))
 	}
 }
 

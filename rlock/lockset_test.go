@@ -17,7 +17,8 @@ import (
 
 // requireNothingLeft checks, by Inspect and by a scan of the keys of each
 // name, that nobody holds or waits for any of names: only the fencing
-// counters and request records, which expire, may be left.
+// counters, request records and acknowledgement keys, which expire, may
+// be left.
 func requireNothingLeft(ctx context.Context, t *testing.T, c *Client, rdb *redis.Client, names ...string) {
 	t.Helper()
 	for _, name := range names {
@@ -31,7 +32,7 @@ func requireNothingLeft(ctx context.Context, t *testing.T, c *Client, rdb *redis
 		}
 		require.NoError(t, iter.Err())
 		for _, k := range keys {
-			ok := strings.HasSuffix(k, ":fence") || strings.Contains(k, ":req:")
+			ok := strings.HasSuffix(k, ":fence") || strings.Contains(k, ":req:") || strings.HasSuffix(k, ":ack")
 			require.True(t, ok, "key %q is left", k)
 		}
 	}

@@ -64,6 +64,14 @@ func (a *attempt) wait(ctx context.Context, s *subscribed, holderTTL time.Durati
 	}
 }
 
+// waitQueued waits, until ctx ends, for the grant of the call that
+// another script (a lock set's, sent at sent) queued as s's waiter while
+// the holder's lease was holderTTL: as run waits after its first acquire.
+func (a *attempt) waitQueued(ctx context.Context, s *subscribed, holderTTL time.Duration, sent time.Time) (*handle, error) {
+	a.queuedAt = sent
+	return a.observeWait(func() (*handle, error) { return a.wait(ctx, s, holderTTL) })
+}
+
 // lookEvery is the longest a waiter goes without a look: a third of its
 // lease, and, where the namespace judges liveness by key, a third of the
 // key's TTL, since each look keeps the key.
