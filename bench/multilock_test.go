@@ -125,14 +125,7 @@ func TestRedissonMultiHoldsWhileWaitingAndStartsOver(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "it waited for x")
 	require.Zero(t, srv.Admin().Exists(ctx, "multi:y").Val(), "y given back")
 
-	got := make(chan Held, 1)
-	go func() {
-		h, err := b.LockAll(ctx, []string{"y", "x"})
-		if err == nil {
-			got <- h
-		}
-		close(got)
-	}()
+	got := lockAsync(ctx, func(ctx context.Context, _ string) (Held, error) { return b.LockAll(ctx, []string{"y", "x"}) })
 	require.Eventually(t, func() bool { return srv.Admin().Exists(ctx, "multi:y").Val() == 1 },
 		5*time.Second, 5*time.Millisecond, "y is held while x is waited for")
 	require.NoError(t, x.Unlock(ctx))
@@ -162,14 +155,7 @@ func TestObtainMultiTakesAllOrNone(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Zero(t, srv.Admin().Exists(ctx, "multi:"+obtainMultiTag+"y").Val(), "none taken")
 
-	got := make(chan Held, 1)
-	go func() {
-		h, err := b.LockAll(ctx, []string{"y", "x"})
-		if err == nil {
-			got <- h
-		}
-		close(got)
-	}()
+	got := lockAsync(ctx, func(ctx context.Context, _ string) (Held, error) { return b.LockAll(ctx, []string{"y", "x"}) })
 	require.NoError(t, x.Unlock(ctx))
 	h := <-got
 	require.NotNil(t, h, "taken at a retry after x's release")

@@ -53,16 +53,11 @@ func runFamilyChild(in io.Reader) error {
 	if !ok || m.ops == nil {
 		return fmt.Errorf("no member %q", os.Getenv(helperKind))
 	}
-	lease, err := time.ParseDuration(os.Getenv(helperLease))
+	lease, stop, cancel, err := childRun(in)
 	if err != nil {
 		return err
 	}
-	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, in)
-		cancel()
-	}()
 	rdb, check := childClients()
 	defer rdb.Close()
 	defer check.Close()

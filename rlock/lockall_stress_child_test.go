@@ -39,6 +39,21 @@ func stressName(i int) string { return "stress" + strconv.Itoa(i) }
 // parent waits for exactly those to close after a SIGKILL.
 func stressClientName(pid int) string { return childClientName + "-" + strconv.Itoa(pid) }
 
+// childRun is what a child of a multi-process test takes from its
+// environment and stdin: its watchdog lease, and a context that ends when
+// stdin closes (the parent's word to stop).
+func childRun(in io.Reader) (lease time.Duration, stop context.Context, cancel context.CancelFunc, err error) {
+	if lease, err = time.ParseDuration(os.Getenv(helperLease)); err != nil {
+		return 0, nil, nil, err
+	}
+	stop, cancel = context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		cancel()
+	}()
+	return lease, stop, cancel, nil
+}
+
 // stressChild is one child: its Client on the lock server, and its
 // connection to the checker server.
 type stressChild struct {
@@ -51,16 +66,11 @@ type stressChild struct {
 // random sets until stdin closes; each then finishes the call it is in,
 // which must complete within stressCallBound.
 func runStressChild(in io.Reader) error {
-	lease, err := time.ParseDuration(os.Getenv(helperLease))
+	lease, stop, cancel, err := childRun(in)
 	if err != nil {
 		return err
 	}
-	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, in)
-		cancel()
-	}()
 	o := redistest.Options(os.Getenv(helperAddr))
 	o.ClientName = stressClientName(os.Getpid())
 	rdb := redis.NewClient(o)
