@@ -226,7 +226,7 @@ func BenchmarkSetServerTime(b *testing.B) {
 				for j, k := range ks {
 					holds[j] = SetHold{Keys: k, Owner: "o", Token: res.Tokens[j]}
 				}
-				_, err = ReleaseSet(ctx, rdb, holds, fmt.Sprintf("rel-%d", i))
+				_, err = ReleaseSet(ctx, rdb, holds, fmt.Sprintf("rel-%d-%d", n, i))
 				require.NoError(b, err)
 				after, err := redisproc.ReadCommands(ctx, rdb)
 				require.NoError(b, err)

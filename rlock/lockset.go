@@ -15,8 +15,9 @@ import (
 
 // MaxLockSet is the most names one LockAll, TryLockAll or DoAll takes,
 // once duplicates are counted once. It bounds how long one set's script
-// keeps the server from other clients (about a millisecond per thousand
-// free members).
+// keeps the server from other clients: a free set's acquire and release
+// cost the server some µs per member (reentrant's BenchmarkSetServerTime:
+// 8 ms and 4 ms for 1,000 members, measured on a loaded 2-core machine).
 const MaxLockSet = 1000
 
 // errWireSet refuses a set in Redisson's format: a set's scripts are
