@@ -54,6 +54,25 @@
 //     bench (lua/redisson_semaphore_*.lua). Waiters try again on every
 //     message.
 //
+// The multi-lock scenario (MultiScenarios: sets of 2 to 6 of 16 names, in
+// the order each worker's seeded generator draws them, the same for every
+// contestant) has contestants of its own (MultiAlgorithms):
+//   - baton-multi: rlock's LockAll and LockSet.Unlock, with the default
+//     watchdog lease.
+//   - redisson-multilock: Redisson's MultiLock algorithm, written for the
+//     bench from RedissonMultiLock over locks in Redisson's RLock format
+//     (lua/redisson_lock.lua, lua/redisson_unlock.lua): lock() tries in
+//     rounds of 1,500 ms per lock; a round takes the locks one by one in
+//     the caller's order, waiting for each (woken by its unlock message or
+//     TTL) while holding the ones before it; a lock not had in time gives
+//     back all and starts over. With sets in random orders it deadlocks
+//     until a round's time runs out.
+//   - obtainmulti-1ms: bsm/redislock's ObtainMulti, written for the bench
+//     from its rule (lua/obtain_multi.lua, lua/release_multi.lua), since
+//     the released redislock (v0.9.4) has none: one script takes every
+//     key of the set (MSETNX) or none, tried again 1 ms after each
+//     failure. Its keys share one slot (a hash tag).
+//
 // The Redisson-style waiters stay subscribed once they have waited (Redisson
 // subscribes and unsubscribes around each wait), and nothing renews their
 // holds, whose 30 s lease outlives every run: both in the baselines' favour.
@@ -160,7 +179,9 @@
 // Runs never share keys: each has its own key prefix. Targets judges baton's
 // throughput, fairness and cost on figures of the same run: against the
 // FIFO limit 1/(hold + PING p50), the best peer or polling recipe, or
-// bsm/redislock; RTTTargets judges its latency, only on a run with a delay
+// bsm/redislock; in the multi-lock scenario, baton-multi's wait p99
+// against the best baseline's, its fairness, and its longest wait against
+// its median; RTTTargets judges its latency, only on a run with a delay
 // (set at RTTJudged, 500 µs each way). Neither is judged on miniredis.
 // WriteTable, WriteJudged and WriteFiles (JSON, CSV, SVG chart) present a
 // Report, which carries what the run ran on (Meta). The command

@@ -104,11 +104,21 @@ type PermitLocker interface {
 	Close() error
 }
 
+// MultiLocker is one process's way of taking sets of named locks, all or
+// none.
+type MultiLocker interface {
+	// LockAll blocks until every one of names is held or ctx ends; Unlock
+	// of the Held releases them all.
+	LockAll(ctx context.Context, names []string) (Held, error)
+	// Close releases what the MultiLocker owns besides the worker's client.
+	Close() error
+}
+
 // Algorithm names the constructors of one contestant for the tables: New
 // for lock scenarios, NewRW for RW scenarios, NewSemaphore for semaphore
 // scenarios, NewReplicated for the replicated ones, NewQuorum for quorum
-// scenarios (one lock on Env.Nodes). A Suite runs it on the scenarios of
-// the kinds it has a constructor for.
+// scenarios (one lock on Env.Nodes), NewMulti for multi-lock scenarios. A
+// Suite runs it on the scenarios of the kinds it has a constructor for.
 type Algorithm struct {
 	Name          string
 	New           func(Env) (Locker, error)
@@ -116,6 +126,7 @@ type Algorithm struct {
 	NewSemaphore  func(Env) (PermitLocker, error)
 	NewReplicated func(Env) (Locker, error)
 	NewQuorum     func(Env) (Locker, error)
+	NewMulti      func(Env) (MultiLocker, error)
 }
 
 // serves reports whether a has a constructor for scenarios of kind k.
@@ -129,6 +140,8 @@ func (a Algorithm) serves(k Kind) bool {
 		return a.NewReplicated != nil
 	case KindQuorum:
 		return a.NewQuorum != nil
+	case KindMulti:
+		return a.NewMulti != nil
 	}
 	return a.New != nil
 }

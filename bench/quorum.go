@@ -92,12 +92,12 @@ func QuorumTargets(results []Result) []Check {
 		for _, sc := range []string{hotKey, storm} {
 			name := quorumScenario(sc, n)
 			checks = append(checks,
-				waitTarget(results, name, hotWaitRatio),
-				compare(results, name, "acq/s ≥ every redsync's", acqPerSec, nil, func(b, best Result) (string, string) {
+				waitTarget(results, name, BatonName, hotWaitRatio),
+				compare(results, name, BatonName, "acq/s ≥ every redsync's", acqPerSec, nil, func(b, best Result) (string, string) {
 					return status(shown(b.AcqPerSec, 0) >= shown(best.AcqPerSec, 0),
 						fmt.Sprintf("baton %.0f, %s %.0f", b.AcqPerSec, best.Algorithm, best.AcqPerSec))
 				}),
-				fairnessTarget(results, name, stormFairness))
+				fairnessTarget(results, name, BatonName, stormFairness))
 		}
 	}
 	return checks

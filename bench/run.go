@@ -45,35 +45,41 @@ type worker struct {
 func (w *worker) run(ctx context.Context, sc Scenario, names []string, rec *recorder) error {
 	release := context.WithoutCancel(ctx) // a lock taken is always given back
 	for {
-		i := 0
-		if len(names) > 1 {
-			i = w.rng.IntN(len(names))
+		idx, req := sc.draw(w.id, w.rng)
+		picked := make([]string, len(idx))
+		for j, i := range idx {
+			picked[j] = names[i]
 		}
-		req := sc.request(w.id, w.rng)
 		start := time.Now()
-		held, err := w.locker.take(ctx, names[i], req)
+		held, err := w.locker.take(ctx, picked, req)
 		now := time.Now()
 		w.noteWait(sc.Kind, req, now.Sub(start))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("lock %q: %w", names[i], err)
+			return fmt.Errorf("lock %q: %w", picked, err)
 		}
 		w.acquisitions++
 		if sc.Kind == KindRW && !req.write {
 			w.reads++
 		}
-		if gap, ok := rec.acquired(i, w.id, req.weight, start, now); ok {
-			w.gaps = append(w.gaps, gap)
+		for _, i := range idx {
+			// A set's names each have their own last release: no one gap
+			// is the set's, so only a single name's hand-off is timed.
+			if gap, ok := rec.acquired(i, w.id, req.weight, start, now); ok && len(idx) == 1 {
+				w.gaps = append(w.gaps, gap)
+			}
 		}
 		_ = sleep(ctx, sc.Hold) // the run ending cuts the hold short
 		if sc.HolderPings && ctx.Err() == nil {
 			w.pings.once(ctx, []redis.UniversalClient{w.rdb})
 		}
-		rec.releasing(i, w.id, req.weight, time.Now())
+		for _, i := range idx {
+			rec.releasing(i, w.id, req.weight, time.Now())
+		}
 		if err := held.Unlock(release); err != nil {
-			return fmt.Errorf("unlock %q: %w", names[i], err)
+			return fmt.Errorf("unlock %q: %w", picked, err)
 		}
 		if sleep(ctx, sc.Think) != nil {
 			return nil

@@ -46,6 +46,11 @@ type Scenario struct {
 	// Nodes is a quorum scenario's number of independent servers: its
 	// workers take one lock across the first Nodes of Target.Nodes.
 	Nodes int `json:"nodes,omitempty"`
+	// SetMin and SetMax bound a multi-lock scenario's sets: each
+	// acquisition takes a set of SetMin to SetMax names, drawn at random
+	// and in a random order, the order its caller passes them in.
+	SetMin int `json:"set_min,omitempty"`
+	SetMax int `json:"set_max,omitempty"`
 }
 
 // Kind is the kind of resource a scenario's workers take; an Algorithm
@@ -62,6 +67,8 @@ const (
 	KindReplicated Kind = "replicated"
 	// KindQuorum is a plain lock across Nodes servers.
 	KindQuorum Kind = "quorum"
+	// KindMulti is a set of plain locks, all or none.
+	KindMulti Kind = "multi"
 )
 
 // DefaultDuration is how long each scenario runs for each algorithm in each
@@ -135,10 +142,10 @@ func SemaphoreScenarios(d time.Duration) []Scenario {
 	}
 }
 
-// AllScenarios returns the lock, read-write, semaphore and replicated
-// workloads, in that order, each running for d.
+// AllScenarios returns the lock, read-write, semaphore, replicated and
+// multi-lock workloads, in that order, each running for d.
 func AllScenarios(d time.Duration) []Scenario {
-	return slices.Concat(Scenarios(d), RWScenarios(d), SemaphoreScenarios(d), ReplicaScenarios(d))
+	return slices.Concat(Scenarios(d), RWScenarios(d), SemaphoreScenarios(d), ReplicaScenarios(d), MultiScenarios(d))
 }
 
 func (s Scenario) validate() error {
@@ -161,6 +168,10 @@ func (s Scenario) validate() error {
 	case KindQuorum:
 		if s.Nodes < minQuorumNodes {
 			return fmt.Errorf("bench: scenario %q: a quorum needs %d nodes or more", s.Name, minQuorumNodes)
+		}
+	case KindMulti:
+		if s.SetMin < 1 || s.SetMin > s.SetMax || s.SetMax > s.Names {
+			return fmt.Errorf("bench: scenario %q: need 1 ≤ set min ≤ set max ≤ names", s.Name)
 		}
 	default:
 		return fmt.Errorf("bench: scenario %q: unknown kind %q", s.Name, s.Kind)
@@ -186,6 +197,22 @@ func (s Scenario) capacity() int64 {
 		return s.Permits
 	}
 	return 1
+}
+
+// draw draws worker's next acquisition with rng: the names it takes, as
+// indices of the run's names in the order its caller passes them, and
+// what it asks of each. A multi-lock scenario draws a set; the others one
+// name (none drawn when there is only one), then the request.
+func (s Scenario) draw(worker int, rng *rand.Rand) (names []int, req request) {
+	if s.Kind == KindMulti {
+		k := s.SetMin + rng.IntN(s.SetMax-s.SetMin+1)
+		return rng.Perm(s.Names)[:k], request{weight: 1}
+	}
+	i := 0
+	if s.Names > 1 {
+		i = rng.IntN(s.Names)
+	}
+	return []int{i}, s.request(worker, rng)
 }
 
 // request draws worker's next acquisition from the scenario's mix with
@@ -227,6 +254,8 @@ func (s Scenario) String() string {
 		line += fmt.Sprintf(", RW lock, %.0f%% writes", 100*s.Writes)
 	case KindSemaphore:
 		line += fmt.Sprintf(", semaphore of %d, %.0f%% ask for 2", s.Permits, 100*s.Doubles)
+	case KindMulti:
+		line += fmt.Sprintf(", sets of %d–%d names", s.SetMin, s.SetMax)
 	}
 	return line
 }

@@ -20,7 +20,8 @@ const scriptPairs = 51
 // a first pair that loads the scripts.
 type ScriptCost struct {
 	Algorithm string `json:"algorithm"`
-	// Hold is what was taken: "lock", "read", "write" or "permit".
+	// Hold is what was taken: "lock", "read", "write", "permit" or, for
+	// a multi-lock, "set of 4".
 	Hold    string   `json:"hold"`
 	Acquire CallCost `json:"acquire"`
 	Release CallCost `json:"release"`
@@ -40,20 +41,38 @@ type CallCost struct {
 	UsecPerCall   float64  `json:"server_usec_per_call"`
 }
 
-// holdsOf are the holds an algorithm's calls take in a scenario of kind k.
-func holdsOf(k Kind) []request {
-	switch k {
-	case KindRW:
-		return []request{{weight: 1}, {weight: 2, write: true}}
-	}
-	return []request{{weight: 1}}
+// hold is one kind of hold whose calls are measured: the free names it
+// takes, and what it asks of each.
+type hold struct {
+	names []string
+	req   request
 }
 
-func holdName(k Kind, r request) string {
+// scriptSet is the set a multi-lock's calls are measured on: 4 names, the
+// mean size of the multi-lock scenario's sets, with no hash tag, so that a
+// multi-lock that works slot by slot makes its calls in each of (mostly)
+// 4 slots.
+var scriptSet = []string{"free-a", "free-b", "free-c", "free-d"}
+
+// holdsOf are the holds an algorithm's calls take in a scenario of kind k.
+func holdsOf(k Kind) []hold {
+	free := []string{"free"}
+	switch k {
+	case KindRW:
+		return []hold{{free, request{weight: 1}}, {free, request{weight: 2, write: true}}}
+	case KindMulti:
+		return []hold{{scriptSet, request{weight: 1}}}
+	}
+	return []hold{{free, request{weight: 1}}}
+}
+
+func holdName(k Kind, h hold) string {
 	switch {
 	case k == KindSemaphore:
 		return "permit"
-	case k == KindRW && r.write:
+	case k == KindMulti:
+		return fmt.Sprintf("set of %d", len(h.names))
+	case k == KindRW && h.req.write:
 		return "write"
 	case k == KindRW:
 		return "read"
@@ -83,10 +102,10 @@ func measureScripts(ctx context.Context, t Target, admin redis.UniversalClient, 
 	}
 	defer func() { _ = l.close() }()
 	var out []ScriptCost
-	for _, req := range holdsOf(k) {
+	for _, h := range holdsOf(k) {
 		// A first pair loads the scripts (NOSCRIPT, then EVAL) and dials:
 		// one-off costs, left out.
-		held, err := l.take(ctx, "free", req)
+		held, err := l.take(ctx, h.names, h.req)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +115,7 @@ func measureScripts(ctx context.Context, t Target, admin redis.UniversalClient, 
 		var acquire, release []redisproc.Commands
 		for range scriptPairs {
 			var held Held
-			a, err := serverWork(ctx, admin, func() (err error) { held, err = l.take(ctx, "free", req); return err })
+			a, err := serverWork(ctx, admin, func() (err error) { held, err = l.take(ctx, h.names, h.req); return err })
 			if err != nil {
 				return nil, err
 			}
@@ -106,7 +125,7 @@ func measureScripts(ctx context.Context, t Target, admin redis.UniversalClient, 
 			}
 			acquire, release = append(acquire, a), append(release, r)
 		}
-		out = append(out, ScriptCost{Algorithm: algo.Name, Hold: holdName(k, req),
+		out = append(out, ScriptCost{Algorithm: algo.Name, Hold: holdName(k, h),
 			Acquire: callCost(acquire), Release: callCost(release)})
 	}
 	return out, nil

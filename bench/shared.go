@@ -45,16 +45,17 @@ func SemaphoreAlgorithms() []Algorithm {
 }
 
 // AllAlgorithms returns the contestants of every kind of scenario: those
-// of Algorithms, RWAlgorithms, SemaphoreAlgorithms and ReplicaAlgorithms,
-// in that order.
+// of Algorithms, RWAlgorithms, SemaphoreAlgorithms, ReplicaAlgorithms and
+// MultiAlgorithms, in that order.
 func AllAlgorithms() []Algorithm {
-	return slices.Concat(Algorithms(), RWAlgorithms(), SemaphoreAlgorithms(), ReplicaAlgorithms())
+	return slices.Concat(Algorithms(), RWAlgorithms(), SemaphoreAlgorithms(), ReplicaAlgorithms(), MultiAlgorithms())
 }
 
 // taker is how a worker takes what its scenario asks for, whatever the kind
-// of its algorithm's Locker.
+// of its algorithm's Locker: names holds one name, or a multi-lock
+// scenario's set.
 type taker struct {
-	take  func(ctx context.Context, name string, r request) (Held, error)
+	take  func(ctx context.Context, names []string, r request) (Held, error)
 	close func() error
 }
 
@@ -66,19 +67,27 @@ func newTaker(algo Algorithm, k Kind, e Env) (taker, error) {
 		if err != nil {
 			return taker{}, err
 		}
-		return taker{close: l.Close, take: func(ctx context.Context, name string, r request) (Held, error) {
+		return taker{close: l.Close, take: func(ctx context.Context, names []string, r request) (Held, error) {
 			if r.write {
-				return l.Lock(ctx, name)
+				return l.Lock(ctx, names[0])
 			}
-			return l.RLock(ctx, name)
+			return l.RLock(ctx, names[0])
 		}}, nil
 	case KindSemaphore:
 		l, err := algo.NewSemaphore(e)
 		if err != nil {
 			return taker{}, err
 		}
-		return taker{close: l.Close, take: func(ctx context.Context, name string, r request) (Held, error) {
-			return l.Acquire(ctx, name, r.weight)
+		return taker{close: l.Close, take: func(ctx context.Context, names []string, r request) (Held, error) {
+			return l.Acquire(ctx, names[0], r.weight)
+		}}, nil
+	case KindMulti:
+		l, err := algo.NewMulti(e)
+		if err != nil {
+			return taker{}, err
+		}
+		return taker{close: l.Close, take: func(ctx context.Context, names []string, _ request) (Held, error) {
+			return l.LockAll(ctx, names)
 		}}, nil
 	}
 	newLocker := algo.New
@@ -92,8 +101,8 @@ func newTaker(algo Algorithm, k Kind, e Env) (taker, error) {
 	if err != nil {
 		return taker{}, err
 	}
-	return taker{close: l.Close, take: func(ctx context.Context, name string, _ request) (Held, error) {
-		return l.Lock(ctx, name)
+	return taker{close: l.Close, take: func(ctx context.Context, names []string, _ request) (Held, error) {
+		return l.Lock(ctx, names[0])
 	}}, nil
 }
 

@@ -18,7 +18,8 @@ type Check struct {
 }
 
 // The targets, from the issues on passing the lock (FIFO hand-off), on
-// hardening, on the read-write lock and on the semaphore. A figure is judged as the detail shows it: fairness with three
+// hardening, on the read-write lock, on the semaphore and on the
+// multi-lock. A figure is judged as the detail shows it: fairness with three
 // decimals, ratios with two, acq/s as a whole number.
 const (
 	hotWaitRatio     = 3.0  // hot-key wait p99 at most a third of the best's
@@ -36,6 +37,9 @@ const (
 	rwWriterWait     = 10.0 // RW 9:1: longest write wait at most a tenth of the reader-preferring lock's
 	rwReadsPerPlain  = 3.0  // RW 9:1: reads/s at least 3× the plain lock's
 	acksHotShare     = 0.8  // replicated hot key: acq/s with acks at least 0.8× without
+	multiWaitRatio   = 3.0  // multi-lock wait p99 at most a third of the best baseline's
+	multiFairness    = 0.8  // least/most served worker taking sets
+	multiSlowest     = 20.0 // multi-lock: the longest wait at most 20× the median
 )
 
 // The round-trip targets, judged at RTTJudged (RTTTargets).
@@ -83,20 +87,23 @@ const redislockPrefix = "redislock"
 // (RTTTargets).
 func Targets(results []Result) []Check {
 	return []Check{
-		waitTarget(results, hotKey, hotWaitRatio),
-		fairnessTarget(results, hotKey, hotFairness),
+		waitTarget(results, hotKey, BatonName, hotWaitRatio),
+		fairnessTarget(results, hotKey, BatonName, hotFairness),
 		fifoTarget(results, hotKey, hotFIFOShare),
 		fairPeersTarget(results, hotKey),
 		fifoTarget(results, storm, stormFIFOShare),
 		fairPeersTarget(results, storm),
-		waitTarget(results, storm, stormWaitRatio),
-		fairnessTarget(results, storm, stormFairness),
+		waitTarget(results, storm, BatonName, stormWaitRatio),
+		fairnessTarget(results, storm, BatonName, stormFairness),
 		redislockTarget(results, "CPU", uncontendedCPU, func(r Result) *time.Duration { return r.CPUPerAcq }),
 		single(results, uncontend, "one round trip per Lock and per Unlock", func(b Result) (string, string) {
 			return status(b.ClientPerAcq <= uncontendedTrips*oneOffAllowance,
 				fmt.Sprintf("baton %.3f client commands per Lock+Unlock", b.ClientPerAcq))
 		}),
 		wireTarget(results, uncontend, wireUncontended),
+		waitTarget(results, multiLock, BatonMultiName, multiWaitRatio),
+		fairnessTarget(results, multiLock, BatonMultiName, multiFairness),
+		slowestTarget(results, multiLock, BatonMultiName, multiSlowest),
 		wireTarget(results, hotKey, wireContended),
 		rwTarget(results, fmt.Sprintf("longest write wait ≤ 1/%.0f of %s's", rwWriterWait, RedissonRWName), RedissonRWName,
 			func(rw, other Result) (string, string) {
@@ -192,13 +199,13 @@ func fifoTarget(results []Result, scenario string, share float64) Check {
 func fairPeersTarget(results []Result, scenario string) Check {
 	target := fmt.Sprintf("acq/s ≥ every peer with fairness ≥ %.1f", fairPeer)
 	fair := func(r Result) bool { return shown(r.Fairness, 3) >= fairPeer }
-	if fastest := best(results, scenario, acqPerSec, fair); fastest != nil {
+	if fastest := best(results, scenario, BatonName, acqPerSec, fair); fastest != nil {
 		return single(results, scenario, target, func(b Result) (string, string) {
 			return status(shown(b.AcqPerSec, 0) >= shown(fastest.AcqPerSec, 0), fmt.Sprintf("baton %.0f, fastest that fair: %s %.0f (%.3f)",
 				b.AcqPerSec, fastest.Algorithm, fastest.AcqPerSec, fastest.Fairness))
 		})
 	}
-	fairest := best(results, scenario, func(r Result) float64 { return r.Fairness }, nil)
+	fairest := best(results, scenario, BatonName, func(r Result) float64 { return r.Fairness }, nil)
 	if fairest == nil {
 		return nothingToCompare(scenario, target)
 	}
@@ -253,7 +260,7 @@ func gapTarget(results []Result, scenario, algo string, factor float64) Check {
 func redislockTarget(results []Result, what string, factor float64, figure func(Result) *time.Duration) Check {
 	target := fmt.Sprintf("%s per Lock+Unlock ≤ %.1f× redislock's", what, factor)
 	measured := func(r Result) bool { return strings.HasPrefix(r.Algorithm, redislockPrefix) && figure(r) != nil }
-	return compare(results, uncontend, target, func(r Result) float64 { return -float64(*figure(r)) }, measured,
+	return compare(results, uncontend, BatonName, target, func(r Result) float64 { return -float64(*figure(r)) }, measured,
 		func(b, best Result) (string, string) {
 			if figure(b) == nil {
 				return "SKIP", "not measured for baton"
@@ -274,19 +281,34 @@ func wallPerAcq(r Result) *time.Duration {
 	return &d
 }
 
-func waitTarget(results []Result, scenario string, factor float64) Check {
-	return compare(results, scenario, fmt.Sprintf("wait p99 ≤ 1/%.0f of the best's", factor),
+// waitTarget judges algo's wait p99 on scenario against the lowest of the
+// others': at most 1/factor of it.
+func waitTarget(results []Result, scenario, algo string, factor float64) Check {
+	return compare(results, scenario, algo, fmt.Sprintf("wait p99 ≤ 1/%.0f of the best's", factor),
 		func(r Result) float64 { return -float64(r.WaitP99) }, nil,
 		func(b, best Result) (string, string) {
 			limit := time.Duration(float64(best.WaitP99) / factor)
-			return status(b.WaitP99 <= limit, fmt.Sprintf("baton %s, %s %s (limit %s)",
-				short(b.WaitP99), best.Algorithm, short(best.WaitP99), short(limit)))
+			return status(b.WaitP99 <= limit, fmt.Sprintf("%s %s, %s %s (limit %s)",
+				b.Algorithm, short(b.WaitP99), best.Algorithm, short(best.WaitP99), short(limit)))
 		})
 }
 
-func fairnessTarget(results []Result, scenario string, target float64) Check {
-	return single(results, scenario, fmt.Sprintf("fairness ≥ %.1f", target), func(b Result) (string, string) {
-		return status(shown(b.Fairness, 3) >= target, fmt.Sprintf("baton %.3f (%d/%d)", b.Fairness, b.MinPerWorker, b.MaxPerWorker))
+func fairnessTarget(results []Result, scenario, algo string, target float64) Check {
+	return singleOf(results, scenario, algo, fmt.Sprintf("fairness ≥ %.1f", target), func(b Result) (string, string) {
+		return status(shown(b.Fairness, 3) >= target, fmt.Sprintf("%s %.3f (%d/%d)", algo, b.Fairness, b.MinPerWorker, b.MaxPerWorker))
+	})
+}
+
+// slowestTarget judges algo's longest wait on scenario against its median
+// wait: at most factor times it. Both are medians over the rounds, as
+// every figure judged.
+func slowestTarget(results []Result, scenario, algo string, factor float64) Check {
+	return singleOf(results, scenario, algo, fmt.Sprintf("wait max ≤ %.0f× wait p50", factor), func(b Result) (string, string) {
+		if b.WaitP50 <= 0 {
+			return "SKIP", "no wait measured"
+		}
+		got := float64(b.WaitMax) / float64(b.WaitP50)
+		return status(shown(got, 2) <= factor, fmt.Sprintf("%s %s = %.2f× p50 %s", algo, short(b.WaitMax), got, short(b.WaitP50)))
 	})
 }
 
@@ -315,24 +337,24 @@ func singleOf(results []Result, scenario, algo, target string, judge func(Result
 	return c
 }
 
-// compare judges baton's result on scenario against the best other
+// compare judges algo's result on scenario against the best other
 // algorithm (see best).
-func compare(results []Result, scenario, target string, score func(Result) float64, eligible func(Result) bool,
-	judge func(baton, best Result) (status, detail string)) Check {
-	other := best(results, scenario, score, eligible)
+func compare(results []Result, scenario, algo, target string, score func(Result) float64, eligible func(Result) bool,
+	judge func(self, best Result) (status, detail string)) Check {
+	other := best(results, scenario, algo, score, eligible)
 	if other == nil {
 		return nothingToCompare(scenario, target)
 	}
-	return single(results, scenario, target, func(b Result) (string, string) { return judge(b, *other) })
+	return singleOf(results, scenario, algo, target, func(b Result) (string, string) { return judge(b, *other) })
 }
 
-// best is the result on scenario of the algorithm other than baton (among
+// best is the result on scenario of the algorithm other than self (among
 // those eligible, or all when eligible is nil) for which score is highest;
 // nil when there is none.
-func best(results []Result, scenario string, score func(Result) float64, eligible func(Result) bool) *Result {
+func best(results []Result, scenario, self string, score func(Result) float64, eligible func(Result) bool) *Result {
 	var top *Result
 	for i, r := range results {
-		if r.Scenario != scenario || r.Algorithm == BatonName || (eligible != nil && !eligible(r)) {
+		if r.Scenario != scenario || r.Algorithm == self || (eligible != nil && !eligible(r)) {
 			continue
 		}
 		if top == nil || score(r) > score(*top) {

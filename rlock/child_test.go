@@ -27,7 +27,7 @@ import (
 // without stopping itself: the test binary re-runs itself with helperEnv
 // set, and TestHelperProcess plays the holder.
 const (
-	helperEnv    = "BATON_TEST_HELPER" // the role: "holder", "checker" (family_child_test.go) or "quorum" (quorum_fault_child_test.go)
+	helperEnv    = "BATON_TEST_HELPER" // the role: "holder", "checker" (family_child_test.go), "quorum" (quorum_fault_child_test.go) or "lockall" (lockall_stress_child_test.go)
 	helperAddr   = "BATON_TEST_REDIS"  // the server's address
 	helperLock   = "BATON_TEST_LOCK"   // the lock's name
 	helperLease  = "BATON_TEST_LEASE"  // the watchdog lease
@@ -82,6 +82,8 @@ func TestHelperProcess(t *testing.T) {
 		err = runFamilyChild(os.Stdin)
 	case "quorum":
 		err = runQuorumChild(os.Stdin)
+	case "lockall":
+		err = runStressChild(os.Stdin)
 	default:
 		t.Skip("the child process of the fault tests")
 	}

@@ -53,11 +53,10 @@ func runFamilyChild(in io.Reader) error {
 	if !ok || m.ops == nil {
 		return fmt.Errorf("no member %q", os.Getenv(helperKind))
 	}
-	lease, err := time.ParseDuration(os.Getenv(helperLease))
+	lease, stop, cancel, err := childRun(in)
 	if err != nil {
 		return err
 	}
-	stop, cancel := untilClosed(in)
 	defer cancel()
 	rdb, check := childClients()
 	defer rdb.Close()
