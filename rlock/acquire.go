@@ -155,9 +155,7 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 	}
 	if err := a.c.acks.replicated(ctx, a.res.id().key); err != nil {
 		h.giveTurnBack(a.via)
-		return nil, a.notReplicated(ctx, err, func(ctx context.Context) {
-			releaseRetrying(ctx, a.res, a.owner, res.HoldID())
-		})
+		return nil, a.notReplicated(ctx, err, releaseOnce(a.res, a.owner, res.HoldID()))
 	}
 	l := newHandle(h, a.ctx, a.via, a.cfg, sent, Reentered)
 	if err := h.join(l, sent, a.lease); err != nil {
@@ -216,7 +214,7 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 // ErrNotObtained with the reason.
 func (a *attempt) claim(ctx context.Context, g holdGrant, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, time.Duration, error) {
 	if err := a.c.acks.replicated(ctx, a.res.id().key); err != nil {
-		return nil, 0, a.notReplicated(ctx, err, func(ctx context.Context) { a.giveBack(ctx, g) })
+		return nil, 0, a.notReplicated(ctx, err, a.back(g))
 	}
 	l, err := a.c.adopt(a, g, sent, lease, kind)
 	switch {
@@ -281,18 +279,22 @@ func (a *attempt) notObtained(ctxErr error) error {
 	return fmt.Errorf("%w: %q is held", ErrNotObtained, name)
 }
 
-// notReplicated gives back, with giveBack, a grant whose acknowledgement
-// by replicas failed with err, and returns the call's error: it matches
-// ErrNotObtained, and err (ErrNotReplicated when too few replicas
-// acknowledged in time), or the ctx's error when that ended the wait. The
-// give-back is not bounded by ctx, so that a call cancelled during the
-// wait has given the grant back when it returns, unless Redis does not
-// answer within leaveWait: then it goes on in the background.
-func (a *attempt) notReplicated(ctx context.Context, err error, giveBack func(ctx context.Context)) error {
+// notReplicated gives back, with back tried until Redis answers, a grant
+// whose acknowledgement by replicas failed with err, and returns the
+// call's error: it matches ErrNotObtained, and err (ErrNotReplicated when
+// too few replicas acknowledged in time), or the ctx's error when that
+// ended the wait. The give-back is not bounded by ctx, so that a call
+// cancelled during the wait has given the grant back when it returns,
+// unless Redis does not answer within leaveWait: then it goes on in the
+// background, while the call ends (and its wait leaves the queue). So
+// back must hold what it needs, read on the caller's goroutine: the
+// attempt is the caller's (giveBack's new owner for the call, set from
+// this background, raced the leave that read the owner).
+func (a *attempt) notReplicated(ctx context.Context, err error, back func(context.Context) error) error {
 	done := make(chan struct{})
 	a.c.background.run(a.lease, func(ctx context.Context) {
 		defer close(done)
-		giveBack(ctx)
+		_ = untilAnswered(ctx, back)
 	})
 	timer := time.NewTimer(leaveWait)
 	defer timer.Stop()
