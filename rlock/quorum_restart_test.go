@@ -45,6 +45,11 @@ func TestQuorumRestartWithoutDataBreaksTheAssumption(t *testing.T) {
 			require.NoError(t, err)
 			require.Greater(t, held.Token(), ahead)
 			require.NoError(t, other.Del(ctx, lockKey("forgot")).Err())
+			// A's Lock queued it on node 2, and leaves that queue once it
+			// returns; B must find node 2 free with nobody queued, or node
+			// 2 goes to A's record (under load the leave came after B's tries).
+			require.Eventually(t, func() bool { return other.Exists(ctx, lockKey("forgot")+":queue").Val() == 0 },
+				fast, 5*time.Millisecond, "A's waiter left node 2's queue")
 			srvs[1].Restart()
 
 			var l *Lock
