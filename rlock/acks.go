@@ -85,11 +85,13 @@ type replicaAcks struct {
 }
 
 // replicaCount is the default's count of one master's replicas, when it
-// was read, and whether a re-read is under way.
+// was read, and whether a re-read is under way; pending: a first read is
+// under way, and there is no count yet.
 type replicaCount struct {
 	n         int64
 	readAt    time.Time
 	rereading bool
+	pending   bool
 }
 
 // newReplicaAcks is the acknowledgements cfg asks for on rdb, nil for
@@ -202,6 +204,7 @@ func (r *replicaAcks) wanted(ctx context.Context, node *redis.Client, addr strin
 	}
 	r.mu.Lock()
 	c, ok := r.replicas[addr]
+	ok = ok && !c.pending
 	reread := ok && !c.rereading && time.Since(c.readAt) >= replicaRecheck
 	if reread {
 		c.rereading = true
@@ -236,6 +239,29 @@ func (r *replicaAcks) read(ctx context.Context, node *redis.Client, addr string)
 	c := replicaCount{n: connectedReplicas(info), readAt: time.Now()}
 	r.replicas[addr] = c
 	return int(min(c.n, 1)), nil
+}
+
+// warm reads, in the background, the default's count of the replicas of
+// key's master where none is known or being read: a call about to wait
+// warms it, so that its grant, which may come by message, finds the count
+// and makes its handle with no further round trip.
+func (r *replicaAcks) warm(ctx context.Context, key string) {
+	if r == nil || r.n > 0 || r.off.Load() {
+		return
+	}
+	node, addr, err := r.master(ctx, key)
+	if err != nil {
+		return // the grant reads it
+	}
+	r.mu.Lock()
+	_, known := r.replicas[addr]
+	if !known {
+		r.replicas[addr] = replicaCount{pending: true}
+	}
+	r.mu.Unlock()
+	if !known {
+		r.background.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, addr) })
+	}
 }
 
 // runIn makes bg run r's re-reads of a count. It sends nothing: New

@@ -119,6 +119,7 @@ func (a *attempt) run(blocking bool) (*handle, error) {
 	if !waits {
 		return nil, a.notObtained(nil)
 	}
+	a.c.acks.warm(ctx, a.res.id().key) // its grant may come by message
 	waitCtx := ctx
 	if a.cfg.waitIsSet {
 		var cancel context.CancelFunc
@@ -157,8 +158,16 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 		h.giveTurnBack(a.via)
 		// Undone by replay, not by a release of one count: a give-back
 		// retried onto a replica promoted without the re-entry would take
-		// the count of the outer hold.
-		return nil, a.notReplicated(ctx, err, func(ctx context.Context) { a.undo(ctx, id) })
+		// the count of the outer hold. Wire mode cannot replay it: its
+		// latch goes once the reply is in (Java's way), and a replay would
+		// count the re-entry again; there one count goes back, and a
+		// failover during the WAIT can take the outer hold's (see the
+		// README's Replica acknowledgements).
+		undo := func(ctx context.Context) { a.undo(ctx, id) }
+		if a.c.wire != nil {
+			undo = func(ctx context.Context) { releaseRetrying(ctx, a.res, a.owner, res.HoldID()) }
+		}
+		return nil, a.notReplicated(ctx, err, undo)
 	}
 	l := newHandle(h, a.ctx, a.via, a.cfg, sent, Reentered)
 	if err := h.join(l, sent, a.lease); err != nil {
