@@ -155,9 +155,10 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 	}
 	if err := a.c.acks.replicated(ctx, a.res.id().key); err != nil {
 		h.giveTurnBack(a.via)
-		return nil, a.notReplicated(ctx, err, func(ctx context.Context) {
-			releaseRetrying(ctx, a.res, a.owner, res.HoldID())
-		})
+		// Undone by replay, not by a release of one count: a give-back
+		// retried onto a replica promoted without the re-entry would take
+		// the count of the outer hold.
+		return nil, a.notReplicated(ctx, err, func(ctx context.Context) { a.undo(ctx, id) })
 	}
 	l := newHandle(h, a.ctx, a.via, a.cfg, sent, Reentered)
 	if err := h.join(l, sent, a.lease); err != nil {
@@ -216,7 +217,8 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 // ErrNotObtained with the reason.
 func (a *attempt) claim(ctx context.Context, g holdGrant, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, time.Duration, error) {
 	if err := a.c.acks.replicated(ctx, a.res.id().key); err != nil {
-		return nil, 0, a.notReplicated(ctx, err, func(ctx context.Context) { a.giveBack(ctx, g) })
+		back := a.back(g) // a release by hold ID and owner: a no-op where the grant is not
+		return nil, 0, a.notReplicated(ctx, err, func(ctx context.Context) { _ = untilAnswered(ctx, back) })
 	}
 	l, err := a.c.adopt(a, g, sent, lease, kind)
 	switch {
@@ -281,14 +283,19 @@ func (a *attempt) notObtained(ctxErr error) error {
 	return fmt.Errorf("%w: %q is held", ErrNotObtained, name)
 }
 
-// notReplicated gives back, with giveBack, a grant whose acknowledgement
-// by replicas failed with err, and returns the call's error: it matches
-// ErrNotObtained, and err (ErrNotReplicated when too few replicas
-// acknowledged in time), or the ctx's error when that ended the wait. The
-// give-back is not bounded by ctx, so that a call cancelled during the
-// wait has given the grant back when it returns, unless Redis does not
-// answer within leaveWait: then it goes on in the background.
-func (a *attempt) notReplicated(ctx context.Context, err error, giveBack func(ctx context.Context)) error {
+// notReplicated gives back, with giveBack (which tries until Redis
+// answers), a grant whose acknowledgement by replicas failed with err, and
+// returns the call's error: it matches ErrNotObtained, and err
+// (ErrNotReplicated when too few replicas acknowledged in time), or the
+// ctx's error when that ended the wait. The give-back is not bounded by
+// ctx, so that a call cancelled during the wait has given the grant back
+// when it returns, unless Redis does not answer within leaveWait: then it
+// goes on in the background, while the call ends (and its wait leaves the
+// queue). So giveBack may read the attempt but not change it (giveBack's
+// new owner for the call, set from this background, raced the leave that
+// read the owner). It may land on a replica promoted meanwhile, which
+// never had the grant: it must be harmless there.
+func (a *attempt) notReplicated(ctx context.Context, err error, giveBack func(context.Context)) error {
 	done := make(chan struct{})
 	a.c.background.run(a.lease, func(ctx context.Context) {
 		defer close(done)

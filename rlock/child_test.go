@@ -35,7 +35,13 @@ const (
 	helperKind   = "BATON_TEST_KIND"   // the familyMember's kind the child plays; the plain lock if unset
 	helperWeight = "BATON_TEST_WEIGHT" // the weight the holder takes; the member's size if unset
 	helperFixed  = "BATON_TEST_FIXED"  // a fixed lease (WithLease) for the holder's hold; the watchdog's if unset
-	helperPrefix = "helper: "          // marks the child's protocol lines on stdout
+	// helperSentinel, if set, is a sentinel's address: the child's locks
+	// go through a failover client on it (redistest.SentinelMaster), not
+	// to helperAddr; helperLedger then is the server of the keys that are
+	// not a lock's (the multi-process checker's).
+	helperSentinel = "BATON_TEST_SENTINEL"
+	helperLedger   = "BATON_TEST_LEDGER"
+	helperPrefix   = "helper: " // marks the child's protocol lines on stdout
 
 	// childClientName names the child's connections in CLIENT LIST.
 	childClientName = "baton-test-child"
@@ -178,11 +184,18 @@ func holderTake(c *Client, name string) (func(context.Context) (taken, error), e
 // childClients are a child's connections to the server at helperAddr:
 // rdb as the tests' lock user, and plain as the default user, for keys that
 // are not a lock's (the fenced store, the multi-process checker). Both carry
-// childClientName.
+// childClientName. With helperSentinel set, rdb is a failover client on
+// that sentinel, and plain is on helperLedger.
 func childClients() (rdb, plain *redis.Client) {
 	o := redistest.Options(os.Getenv(helperAddr))
 	o.ClientName = childClientName
-	return redis.NewClient(o), redis.NewClient(&redis.Options{Addr: o.Addr, ClientName: childClientName})
+	plain = redis.NewClient(&redis.Options{Addr: cmp.Or(os.Getenv(helperLedger), o.Addr), ClientName: childClientName})
+	sentinel := os.Getenv(helperSentinel)
+	if sentinel == "" {
+		return redis.NewClient(o), plain
+	}
+	return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster, SentinelAddrs: []string{sentinel},
+		Username: o.Username, Password: o.Password, ClientName: childClientName}), plain
 }
 
 // child is a running helper process, seen from the test.

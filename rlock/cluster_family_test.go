@@ -43,13 +43,14 @@ type familyMember struct {
 	order []int64
 
 	// ops are the operations a worker of the multi-process checker
-	// (runFamily) draws from at random, on the resource called name of c;
-	// a member weights an operation by listing it more than once. Members
-	// that hold alone (the plain lock) have none.
+	// (runFamily, runFailovers) draws from at random, on the resource
+	// called name of c; a member weights an operation by listing it more
+	// than once.
 	ops func(c *Client, name string) []familyOp
 	// look takes the whole resource once and gives it back: it waits out
 	// any hold a dead child left, and drops the queue entries of dead
-	// waiters before it.
+	// waiters before it. The plain lock, which runFamily does not run,
+	// has none.
 	look func(ctx context.Context, c *Client, name string) error
 }
 
@@ -84,6 +85,7 @@ func (m familyMember) hashKey(name string) string { return lockKey(name) + ":" +
 var plainMember = familyMember{
 	kind: "lock",
 	size: 1,
+	ops:  lockFamilyOps,
 	take: func(ctx context.Context, c *Client, name string, _ int64, opts ...LockOption) (taken, error) {
 		return lockTaken(c.Lock(ctx, name, opts...))
 	},

@@ -98,9 +98,16 @@
 // covers every earlier write of the master, whoever made it: a hand-off
 // grant the releaser's script wrote, or the first run of a resent script.
 // A grant not acknowledged is given back before Lock returns
-// ErrNotReplicated; a renewal not acknowledged moves no validity. A
-// release needs none: one lost in a failover costs a stall of at most
-// one lease.
+// ErrNotReplicated; a renewal not acknowledged moves no validity. The
+// give-back retries until Redis answers, so it may land on a replica
+// promoted meanwhile, which never had the grant: it must be a no-op
+// there. A re-entry's is a replay of the re-entry by its request ID, then
+// a release of one count (a plain release would take the outer hold's
+// count). A grant's is a release by hold ID and owner: a no-op there,
+// but for one gap not closed yet: a call of the same given owner
+// (WithOwner) granted there meanwhile may get the lost grant's hold ID
+// again, as the replica's hold-ID counter lost it too. A release
+// needs none: one lost in a failover costs a stall of at most one lease.
 //
 // Checking after a reconnect. When a pub/sub connection of the client is
 // confirmed again after it dropped (or its channels moved to another

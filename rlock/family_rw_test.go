@@ -7,7 +7,8 @@ import (
 	"github.com/batonlock/baton/reentrant"
 )
 
-// rwTaker is RWLock.RLock, Lock, TryRLock or TryLock.
+// rwTaker is RWLock.RLock, Lock, TryRLock or TryLock, or a plain lock's
+// Lock or TryLock of one name.
 type rwTaker func(context.Context, ...LockOption) (*Lock, error)
 
 // rwFamilyOps are the RW lock's operations: reads and writes (plain,
@@ -18,7 +19,7 @@ func rwFamilyOps(c *Client, name string) []familyOp {
 	read, write := rwTaking(rw.RLock, false), rwTaking(rw.Lock, true)
 	return []familyOp{
 		familyOnce(read, familyWaits), familyOnce(read, familyWaits), familyOnce(write, familyWaits),
-		rwNested(rw.RLock, false), rwNested(rw.Lock, true), rwDowngrade(rw),
+		nestedOnce(rwTaking(rw.RLock, false), rw.RLock), nestedOnce(rwTaking(rw.Lock, true), rw.Lock), rwDowngrade(rw),
 		familyOnce(read, familyCancelled), familyOnce(write, familyCancelled),
 		familyOnce(rwTaking(rw.TryRLock, false), familyBounded), familyOnce(rwTaking(rw.TryLock, true), familyBounded),
 	}
@@ -26,36 +27,37 @@ func rwFamilyOps(c *Client, name string) []familyOp {
 
 // rwTaking is take (RLock, Lock, TryRLock or TryLock) as a holdTaker.
 func rwTaking(take rwTaker, write bool) holdTaker {
+	if write {
+		return lockTaking(take, string(reentrant.ModeWrite), reentrant.WriteWeight)
+	}
+	return lockTaking(take, string(reentrant.ModeRead), 1)
+}
+
+// lockTaking is take, which takes a Lock (of a plain or an RW lock), as a
+// holdTaker of holds of mode and weight.
+func lockTaking(take rwTaker, mode string, weight int64) holdTaker {
 	return func(ctx context.Context, opts ...LockOption) (*familyHold, error) {
 		l, err := take(ctx, opts...)
 		if err != nil {
 			return nil, err
 		}
-		return rwHold(l, write), nil
+		return &familyHold{mode: mode, owner: l.Owner(), weight: weight, ctx: l.Context(), release: l.Unlock}, nil
 	}
 }
 
-// rwHold is l as the checker sees it.
-func rwHold(l *Lock, write bool) *familyHold {
-	mode, weight := reentrant.ModeRead, int64(1)
-	if write {
-		mode, weight = reentrant.ModeWrite, reentrant.WriteWeight
-	}
-	return &familyHold{mode: string(mode), owner: l.Owner(), weight: weight, ctx: l.Context(), release: l.Unlock}
-}
-
-// rwNested re-enters a hold in its own mode (read in read, write in
-// write) through its Context, and gives up the re-entry first.
-func rwNested(take rwTaker, write bool) familyOp {
+// nestedOnce takes a hold with take and re-enters it with reenter (in
+// its own mode: a read in a read, a write in a write) through its
+// Context, and gives up the re-entry first.
+func nestedOnce(take holdTaker, reenter rwTaker) familyOp {
 	return func(w *familyWorker) error {
-		h, err := w.takeHold(rwTaking(take, write), w.stop, w.leaseOpts()...)
+		h, err := w.takeHold(take, w.stop, w.leaseOpts()...)
 		if h == nil {
 			return err
 		}
-		w.hold()
-		inner, err := take(h.ctx, w.leaseOpts()...)
+		w.hold(h.ctx)
+		inner, err := reenter(h.ctx, w.leaseOpts()...)
 		if err == nil {
-			w.hold()
+			w.hold(inner.Context())
 			if err = inner.Unlock(context.Background()); errors.Is(err, ErrLockLost) {
 				err = nil // counted with the outer hold
 			}
@@ -83,7 +85,7 @@ func rwDowngrade(rw *RWLock) familyOp {
 		if err = errors.Join(err, w.release(wh)); rh == nil {
 			return err
 		}
-		w.hold()
+		w.hold(rh.ctx)
 		return errors.Join(err, w.release(rh))
 	}
 }

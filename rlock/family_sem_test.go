@@ -51,10 +51,10 @@ func semMore(first, more holdTaker) familyOp {
 		if h == nil {
 			return err
 		}
-		w.hold()
+		w.hold(h.ctx)
 		inner, err := w.takeHold(more, h.ctx, append(w.leaseOpts(), WaitAtMost(w.shortly()))...)
 		if inner != nil {
-			w.hold()
+			w.hold(inner.ctx)
 			err = errors.Join(err, w.release(inner))
 		}
 		return errors.Join(err, w.release(h))

@@ -94,17 +94,18 @@ return sum`)
 
 // familyChecker is the checker's keys for one resource, and its calls.
 type familyChecker struct {
-	rdb  redis.Cmdable
-	keys []string // entries, dead, leases, stats, log (see familyCheckScript)
-	errs string   // the children's unexpected errors, one a line
-	size int64
+	rdb    redis.Cmdable
+	keys   []string // entries, dead, leases, stats, log (see familyCheckScript)
+	errs   string   // the children's unexpected errors, one a line
+	losses string   // why holds were lost, one a line
+	size   int64
 }
 
 // newFamilyChecker is the checker of member m's resource called name. Its
 // keys are not the resource's (they carry no {name} hash tag).
 func newFamilyChecker(rdb redis.Cmdable, m familyMember, name string) *familyChecker {
 	pre := "familycheck:" + name + ":"
-	return &familyChecker{rdb: rdb, size: m.size, errs: pre + "errors", keys: []string{pre + "entries",
+	return &familyChecker{rdb: rdb, size: m.size, errs: pre + "errors", losses: pre + "losses", keys: []string{pre + "entries",
 		pre + "dead", m.hashKey(name) + ":leases", pre + "stats", pre + "log"}}
 }
 
@@ -131,6 +132,16 @@ func (k *familyChecker) count(ctx context.Context, what string) error {
 // failed records an unexpected error of a child.
 func (k *familyChecker) failed(ctx context.Context, err error) error {
 	return k.rdb.RPush(ctx, k.errs, err.Error()).Err()
+}
+
+// lost counts a hold found lost, and records why.
+func (k *familyChecker) lost(ctx context.Context, cause error) error {
+	_, err := k.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.RPush(ctx, k.losses, cause.Error())
+		p.HIncrBy(ctx, k.keys[3], "lost", 1)
+		return nil
+	})
+	return err
 }
 
 // figures are the counts so far: ops, overlaps, shared, lost, and the

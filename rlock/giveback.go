@@ -60,11 +60,17 @@ func (a *attempt) undo(ctx context.Context, requestID string) {
 // a release lost once would leave the hold in Redis, with no hold in any
 // table, until its lease ran out, and every waiter behind it waiting.
 func releaseRetrying(ctx context.Context, res resource, owner string, id uint64) {
+	_ = untilAnswered(ctx, releaseOnce(res, owner, id))
+}
+
+// releaseOnce is one try of a release of one count of owner's hold of ID
+// id on res; its tries share one request ID, which replays the first.
+func releaseOnce(res resource, owner string, id uint64) func(context.Context) error {
 	req := newRequestID()
-	_ = untilAnswered(ctx, func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		_, err := res.release(ctx, owner, id, req)
 		return err
-	})
+	}
 }
 
 // untilAnswered calls try until Redis answers it (nil, or an error reply)
@@ -153,16 +159,14 @@ func (a *attempt) giveBackLater(g holdGrant) {
 // claimed it, or it was never named), whose tries share one request ID;
 // the hand-back of one a message granted, which its waiter's leave would
 // give back too (see handBack). Any other way would give back a count
-// twice, or another call's count of the owner.
+// twice, or another call's count of the owner. It reads the attempt
+// now: the tries may run on another goroutine while the call goes on.
 func (a *attempt) back(g holdGrant) func(context.Context) error {
-	owner, req := a.owner, newRequestID()
-	return func(ctx context.Context) error {
-		if g.to.ID == "" {
-			_, err := a.res.release(ctx, owner, g.id, req)
-			return err
-		}
-		return a.res.(batonResource).handBack(ctx, owner, g, a.lease, a.newOwner)
+	if g.to.ID == "" {
+		return releaseOnce(a.res, a.owner, g.id)
 	}
+	res, owner, lease, newOwner := a.res.(batonResource), a.owner, a.lease, a.newOwner
+	return func(ctx context.Context) error { return res.handBack(ctx, owner, g, lease, newOwner) }
 }
 
 // cleanups runs the clean-ups above in the background, where the call

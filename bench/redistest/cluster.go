@@ -20,9 +20,10 @@ import (
 // first command until every node agrees on the result.
 const clusterTimeout = 20 * time.Second
 
-// Cluster is a Redis Cluster of masters without replicas, each a Server on a
-// loopback port. Its topology changes only through MigrateSlot, which waits
-// until every node agrees, so any node's view of the slots is the truth.
+// Cluster is a Redis Cluster of masters, each a Server on a loopback port,
+// without replicas but those AddReplica gives a master. Its topology
+// changes only through MigrateSlot and AddReplica, which wait until every
+// node agrees, so any node's view of the slots is the truth.
 type Cluster struct {
 	// Nodes are the masters, in the order of their slot ranges at creation:
 	// Nodes[0] serves the lowest slots.
@@ -31,13 +32,14 @@ type Cluster struct {
 	tb testing.TB
 }
 
-// Node is one master of a Cluster.
+// Node is one master of a Cluster, or a replica AddReplica added.
 type Node struct {
 	*Server
 	// ID is the node's cluster ID, as CLUSTER MYID reports it.
 	ID string
 
-	admin *redis.Client
+	busPort int // its cluster bus port
+	admin   *redis.Client
 }
 
 // Admin returns a client connected straight to this node (not through the
@@ -84,6 +86,64 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	return c
 }
 
+// AddReplica starts a node, joins it to the cluster as a replica of
+// master, and returns once it has synced and every master lists it in
+// master's shard: a WAIT on master counts it from then on. It is not one
+// of Nodes, which are the masters.
+func (c *Cluster) AddReplica(tb testing.TB, master *Node) *Node {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	// The replica's first sync goes out at once, not after 5s.
+	if err := master.admin.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+		tb.Fatalf("redistest: CONFIG SET on %s: %v", master.Addr, err)
+	}
+	replica := startNode(tb)
+	if err := replica.admin.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", master.Port, master.busPort).Err(); err != nil {
+		tb.Fatalf("redistest: CLUSTER MEET: %v", err)
+	}
+	// CLUSTER REPLICATE needs the master known to the replica: the MEET's
+	// handshake has to end first.
+	await(tb, func(ctx context.Context) bool {
+		return replica.admin.Do(ctx, "CLUSTER", "REPLICATE", master.ID).Err() == nil
+	}, "the new node may replicate "+master.Addr)
+	awaitSynced(tb, replica.Server)
+	await(tb, func(ctx context.Context) bool {
+		for _, n := range c.Nodes {
+			if !lists(ctx, n, master, replica) {
+				return false
+			}
+		}
+		return true
+	}, "every master lists the replica")
+	id, err := replica.admin.ClusterMyID(ctx).Result()
+	if err != nil {
+		tb.Fatalf("redistest: CLUSTER MYID on %s: %v", replica.Addr, err)
+	}
+	replica.ID = id
+	return replica
+}
+
+// lists reports whether node's CLUSTER SHARDS has replica in master's
+// shard.
+func lists(ctx context.Context, node, master, replica *Node) bool {
+	shards, err := node.admin.ClusterShards(ctx).Result()
+	if err != nil {
+		return false
+	}
+	for _, sh := range shards {
+		var hasMaster, hasReplica bool
+		for _, sn := range sh.Nodes {
+			hasMaster = hasMaster || sn.ID == master.ID
+			hasReplica = hasReplica || (sn.Port == int64(replica.Port) && sn.Role == "replica")
+		}
+		if hasMaster && hasReplica {
+			return true
+		}
+	}
+	return false
+}
+
 func startNode(tb testing.TB) *Node {
 	tb.Helper()
 	busPort := freePort(tb)
@@ -95,7 +155,7 @@ func startNode(tb testing.TB) *Node {
 		"--cluster-node-timeout", "2000",
 		"--cluster-port", strconv.Itoa(busPort),
 	)
-	return &Node{Server: srv, admin: srv.Admin()}
+	return &Node{Server: srv, busPort: busPort, admin: srv.Admin()}
 }
 
 // ClusterClient returns a new cluster client, closed at test end. Options

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/notify/slot"
@@ -55,4 +56,29 @@ func TestCluster(t *testing.T) {
 	got, err := rdb.Get(ctx, "{"+tag+"}b").Result()
 	require.NoError(t, err, "the cluster client follows the redirect")
 	require.Equal(t, "v", got)
+}
+
+// AddReplica gives one master a replica: a write in that master's slots is
+// acknowledged (WAIT) and on the replica; the other masters still have none.
+func TestClusterAddReplica(t *testing.T) {
+	cl := StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	replica := cl.AddReplica(t, cl.Nodes[0])
+	require.NotEmpty(t, replica.ID)
+	reader := replica.Server.Admin(func(o *redis.Options) { // a cluster replica serves reads after READONLY
+		o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
+	})
+	for i, n := range cl.Nodes {
+		key := "{" + cl.TagOn(t, n, "r") + "}"
+		require.NoError(t, n.Admin().Set(ctx, key, "v", 0).Err())
+		acked, err := n.Admin().Wait(ctx, 1, 100*time.Millisecond).Result()
+		require.NoError(t, err)
+		if i == 0 {
+			require.EqualValues(t, 1, acked, "the replica acknowledges its master's write")
+			require.Equal(t, "v", reader.Get(ctx, key).Val())
+		} else {
+			require.Zero(t, acked, "%s has no replica", n.Addr)
+		}
+	}
 }

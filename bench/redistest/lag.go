@@ -207,10 +207,16 @@ func startReplica(tb testing.TB, master *Server, port int, args ...string) *Serv
 		tb.Fatalf("redistest: CONFIG SET on the master: %v", err)
 	}
 	replica := Start(tb, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(port)}, args...)...)
+	awaitSynced(tb, replica)
+	return replica
+}
+
+// awaitSynced waits until replica has synced with its master.
+func awaitSynced(tb testing.TB, replica *Server) {
+	tb.Helper()
 	admin := replica.Admin()
 	await(tb, func(ctx context.Context) bool {
 		info, err := admin.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}, "the replica syncs with its master")
-	return replica
 }

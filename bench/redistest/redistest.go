@@ -13,7 +13,9 @@
 // whose replication stream a ReplicationRelay can hold, release or drop
 // (StartLaggingReplica: the lag a failover can lose, which SIGSTOP cannot
 // make, as the kernel keeps buffering the stream), Sentinel deployments
-// (StartSentinel, WithLaggingReplica) and clusters (StartCluster).
+// (StartSentinel, WithLaggingReplica; WithRelays and KillMaster for one
+// failover after another, each server behind a relay) and clusters
+// (StartCluster).
 package redistest
 
 import (
@@ -127,7 +129,14 @@ func (s *Server) Running() bool { return s.proc.Pid() != 0 }
 // empty dataset: a crash without persistence.
 func (s *Server) Restart() {
 	s.tb.Helper()
-	if err := s.proc.Restart(); err != nil {
+	s.restart()
+}
+
+// restart is Restart, with extra appended to the command line for this
+// run only.
+func (s *Server) restart(extra ...string) {
+	s.tb.Helper()
+	if err := s.proc.Restart(extra...); err != nil {
 		s.tb.Fatalf("redistest: restart: %v", err)
 	}
 }

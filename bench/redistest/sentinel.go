@@ -3,9 +3,9 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +32,10 @@ type Sentinel struct {
 	// the sentinel names Relay.Addr as that master. It is nil otherwise.
 	Relay *ReplicationRelay
 
+	// relays are, WithRelays, the relay in front of each data server,
+	// through which everyone reaches it (see RelayOf); nil otherwise.
+	relays map[*Server]*ReplicationRelay
+
 	tb    testing.TB
 	proc  *redisproc.Server
 	admin *redis.Client // of the sentinel itself
@@ -42,6 +46,7 @@ type SentinelOption func(*sentinelSetup)
 
 type sentinelSetup struct {
 	lagging   bool
+	relayed   bool          // WithRelays
 	downAfter time.Duration // of the sentinel's down-after-milliseconds
 }
 
@@ -66,10 +71,13 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *Sentinel {
 	master := Start(tb)
 	s := &Sentinel{Master: master, tb: tb}
 	monitored := master.Port
-	if setup.lagging {
+	switch {
+	case setup.relayed:
+		monitored = s.startRelayed()
+	case setup.lagging:
 		s.Replica, s.Relay = StartLaggingReplica(tb, master)
 		monitored = s.Relay.Port
-	} else {
+	default:
 		s.Replica = StartReplica(tb, master)
 	}
 
@@ -89,6 +97,9 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *Sentinel {
 	s.Addr, s.proc = proc.Addr, proc
 	s.admin = redis.NewClient(&redis.Options{Addr: s.Addr})
 	tb.Cleanup(func() { _ = s.admin.Close() })
+	if setup.relayed {
+		s.quicken()
+	}
 	s.awaitPromotable()
 	return s
 }
@@ -177,7 +188,7 @@ func (s *Sentinel) Failover() {
 	promoted := s.Replica
 	await(s.tb, func(ctx context.Context) bool {
 		addr, err := s.MasterAddr(ctx)
-		if err != nil || addr != promoted.Addr {
+		if err != nil || addr != s.named(promoted) {
 			return false
 		}
 		role, err := promoted.Admin().Do(ctx, "ROLE").Slice()
@@ -189,12 +200,22 @@ func (s *Sentinel) Failover() {
 	}
 }
 
+// named is the address the sentinel knows srv by: its relay's WithRelays,
+// its own otherwise.
+func (s *Sentinel) named(srv *Server) string {
+	if r := s.relays[srv]; r != nil {
+		return r.Addr
+	}
+	return srv.Addr
+}
+
 // follow makes demoted, the old master, a replica of the new one. The
 // sentinel converts an old master when its next INFO shows it still a
 // master, up to 10s later; the harness does it at once.
 func (s *Sentinel) follow(ctx context.Context, demoted *Server) {
 	s.tb.Helper()
-	if err := demoted.Admin().ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(s.Master.Port)).Err(); err != nil {
+	_, port, _ := net.SplitHostPort(s.named(s.Master))
+	if err := demoted.Admin().ReplicaOf(ctx, "127.0.0.1", port).Err(); err != nil {
 		s.tb.Fatalf("redistest: REPLICAOF on the old master: %v", err)
 	}
 	await(s.tb, func(ctx context.Context) bool {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -115,7 +116,8 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (s *Server) launch() error {
+// launch starts the process on s.Port, with Start's args and then extra.
+func (s *Server) launch(extra ...string) error {
 	var argv []string
 	if s.conf != "" {
 		argv = append(argv, s.conf)
@@ -128,7 +130,7 @@ func (s *Server) launch() error {
 		"--dir", s.dir,
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 	)
-	cmd := exec.Command(s.bin, append(argv, s.args...)...)
+	cmd := exec.Command(s.bin, slices.Concat(argv, s.args, extra)...)
 	cmd.Dir = s.dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -197,10 +199,12 @@ func (s *Server) Stop() {
 }
 
 // Restart kills the server and starts a fresh one on the same port, with an
-// empty dataset: a crash without persistence.
-func (s *Server) Restart() error {
+// empty dataset: a crash without persistence. extra are appended to the
+// command line Start made, for this run only: "--replicaof", host, port
+// brings a crashed master back as a replica.
+func (s *Server) Restart(extra ...string) error {
 	s.kill()
-	return s.launch()
+	return s.launch(extra...)
 }
 
 // Signal sends sig to the server process, e.g. SIGSTOP to make it answer
