@@ -20,9 +20,12 @@ const DefaultReplicaAckTimeout = time.Second
 
 // replicaRecheck is how long the default's count of a master's replicas
 // is trusted: a master found after a failover or a reconnect is asked again
-// within it, by one INFO replication in the background (the grant that
-// finds the count old uses it), and before the next grant after a failed
-// acknowledgement.
+// within it. An old count of 0 is read again before the grant that finds
+// it is served, since a replica that connected since would otherwise never
+// be waited for and a failover could give two holders. An old count of 1
+// or more is safe to serve and is read again in the background: its WAIT
+// fails if the replicas went away, which forgets the count, so the next
+// grant reads it first.
 const replicaRecheck = time.Second
 
 // ackKeyTTL is how long the key written by an acknowledgement lasts: it
@@ -205,7 +208,11 @@ func (r *replicaAcks) wanted(ctx context.Context, node *redis.Client, addr strin
 	r.mu.Lock()
 	c, ok := r.replicas[addr]
 	ok = ok && !c.pending
-	reread := ok && !c.rereading && time.Since(c.readAt) >= replicaRecheck
+	old := ok && time.Since(c.readAt) >= replicaRecheck
+	if old && c.n == 0 {
+		ok = false // read before this grant: see replicaRecheck
+	}
+	reread := ok && old && !c.rereading
 	if reread {
 		c.rereading = true
 		r.replicas[addr] = c

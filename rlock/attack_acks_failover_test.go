@@ -109,7 +109,6 @@ func TestAttackAcksFailoverChecksEveryHold(t *testing.T) {
 // has run out there, a bystander C takes the lock, and B's handle, if any,
 // must have ended by then. Nor may the lock stall past A's lease.
 func TestAttackAcksFailoverDuringHandOffAck(t *testing.T) {
-	t.Skip("finding 3, first seen here: under -race, 1 run in 5 reports the data race of TestAttackAcksGiveBackAndLeaveWhileRedisIsAway; fails on 375a1c8")
 	ctx := atkCtx(t)
 	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
 	const lease = 3 * time.Second

@@ -130,6 +130,11 @@ func (s *Semaphore) permits(n int64) (resource, error) {
 // forgets it, as a Redis that lost its data would: the next call stores
 // its handle's size. To resize for good, make every handle with the new
 // size too, or call SetSize when the semaphore is used again.
+//
+// Where acknowledgements are on (WithReplicaAcks), the size counts only
+// once replicas acknowledged it, as a grant does. An error matching
+// ErrNotReplicated means the master stored n but no replica acknowledged
+// it in time: a failover may keep n or lose it, so call SetSize again.
 func (s *Semaphore) SetSize(ctx context.Context, n int64) error {
 	if err := s.c.checkOpen(); err != nil {
 		return err
@@ -137,7 +142,10 @@ func (s *Semaphore) SetSize(ctx context.Context, n int64) error {
 	if s.err != nil {
 		return s.err
 	}
-	return lower(s.keys.SetSize(ctx, s.c.rdb, n, s.c.cfg.watchdogLease))
+	if err := lower(s.keys.SetSize(ctx, s.c.rdb, n, s.c.cfg.watchdogLease)); err != nil {
+		return err
+	}
+	return s.c.acks.replicated(ctx, s.keys.Hash)
 }
 
 // ForceRelease ends every hold of the semaphore's permits, whoever holds
