@@ -19,10 +19,10 @@ package rlock
 // fails the script before any waiter hears of the grant; INFO replication
 // is how a script that takes, renews or grants a hold asks the server's
 // role first, since a replica that takes writes (replica-read-only no)
-// refuses nothing. Where the masters have replicas, add +wait: WAIT, after
-// a SET of a key in the hold's slot, is how a grant or renewal is
-// acknowledged by replicas (see WithReplicaAcks), and a client without it
-// turns its default acknowledgements off (and says so once). SUBSCRIBE is for
+// refuses nothing. WAIT, after a SET of a key in the hold's slot, is how a
+// grant or renewal is acknowledged by replicas (see WithReplicaAcks), sent
+// wherever the master has replicas; a client without it turns its default
+// acknowledgements off (and says so once). SUBSCRIBE is for
 // waiters: a client subscribes its grant channel once and keeps it; with
 // sharded pub/sub each lock has its own, so SSUBSCRIBE and SUNSUBSCRIBE. PING is the health check of the
 // pub/sub connection. Connection set-up needs nothing more: HELLO and AUTH
@@ -32,7 +32,7 @@ package rlock
 // told.
 const (
 	// ACLRules is what a client on a single Redis node needs.
-	ACLRules = "+evalsha +eval +subscribe +ping +info|replication " +
+	ACLRules = "+evalsha +eval +subscribe +ping +info|replication +wait " +
 		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
 		"+rpush +lpop +lindex +lpos +lrem +publish " +
 		"+hmget +hdel +lrange +ltrim +llen +pexpireat +zadd +zrem +zscore +zcard +zrange +zrangebyscore ~baton:* &baton:*"
@@ -44,7 +44,7 @@ const (
 	// during a slot migration with ASKING (without it, renewals fail until
 	// the migration ends). With WithClassicPubSub, use ACLRules plus
 	// +cluster|slots +command +asking.
-	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +info|replication +cluster|slots +command +asking " +
+	ACLClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +info|replication +wait +cluster|slots +command +asking " +
 		"+get +getex +mget +set +del +exists +hexists +hget +hgetall +hset +hincrby +pexpire +pttl +time " +
 		"+rpush +lpop +lindex +lpos +lrem +spublish " +
 		"+hmget +hdel +lrange +ltrim +llen +pexpireat +zadd +zrem +zscore +zcard +zrange +zrangebyscore ~baton:* &baton:*"

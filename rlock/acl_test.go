@@ -89,9 +89,11 @@ func checkACLRules(t *testing.T, admin *redis.Client, rules string, dial func(us
 	// EVAL runs only when the script cache is empty, which concurrent
 	// users would refill for each other: it gets a phase of its own below.
 	// ASKING needs a slot migration between two nodes, and has its own test.
+	// WAIT is sent only where the master has replicas, which these nodes
+	// lack: the acknowledgement tests need it under BATON_REDIS_ACL=1.
 	var without []string
 	for _, r := range all {
-		if r != "+eval" && r != "+asking" {
+		if r != "+eval" && r != "+asking" && r != "+wait" {
 			without = append(without, r)
 			setUser("without"+r, slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == r }))
 		}

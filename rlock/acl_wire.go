@@ -32,7 +32,7 @@ package rlock
 const (
 	// ACLRedissonRules is what a wire-mode client on a single Redis node
 	// needs, plus a key pattern for its lock names.
-	ACLRedissonRules = "+evalsha +eval +subscribe +unsubscribe +ping +info|replication " +
+	ACLRedissonRules = "+evalsha +eval +subscribe +unsubscribe +ping +info|replication +wait " +
 		"+get +set +del +exists +hexists +hgetall +hincrby +pexpire +pttl +publish " +
 		"~redisson_unlock_latch:* ~redisson_lock__channel:* &redisson_lock__channel:*"
 
@@ -42,7 +42,7 @@ const (
 	// SPUBLISH instead, and the cluster commands of ACLClusterRules. With
 	// WithClassicPubSub, use ACLRedissonRules plus +cluster|slots +command
 	// +asking.
-	ACLRedissonClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +info|replication +cluster|slots +command +asking " +
+	ACLRedissonClusterRules = "+evalsha +eval +ssubscribe +sunsubscribe +ping +info|replication +wait +cluster|slots +command +asking " +
 		"+get +set +del +exists +hexists +hgetall +hincrby +pexpire +pttl +spublish " +
 		"~redisson_unlock_latch:* ~redisson_lock__channel:* &redisson_lock__channel:*"
 )
