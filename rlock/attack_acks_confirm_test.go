@@ -33,7 +33,7 @@ func TestAttackAcksUnacknowledgedConfirmation(t *testing.T) {
 	replica, relay := redistest.StartLaggingReplica(t, srv)
 	h := atkUnacked(t, srv)
 	w := atkClient(t, srv, rlock.WithLivenessKeys(), rlock.WithLivenessTTL(atkLiveness),
-		rlock.WithReplicaAcks(1, atkAckTimeout))
+		rlock.WithReplicaAcks(1, 3*time.Second))
 	const name = "confirm"
 	l, err := h.Lock(ctx, name)
 	if err != nil {
@@ -46,7 +46,11 @@ func TestAttackAcksUnacknowledgedConfirmation(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond) // W waits for the grant's acknowledgement
+	// W's acknowledgement (its SET, then WAIT's GETACK) is in the held
+	// stream once the relay holds the GETACK; a fixed 150 ms sleep let the
+	// relay hold again before it under CI load, and W's grant failed
+	// unacknowledged.
+	atkAwait(t, "W waits for the grant's acknowledgement", func() bool { return relay.Holds("GETACK") })
 	relay.Release()
 	relay.Hold()
 	r := atkAwaitTaken(t, got, "W's Lock")

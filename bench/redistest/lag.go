@@ -117,6 +117,20 @@ func (r *ReplicationRelay) Drop() {
 	}
 }
 
+// Holds reports whether the master's stream the relay holds contains
+// part, e.g. "GETACK": WAIT's request for acknowledgements, which its
+// master writes once a client blocks in WAIT.
+func (r *ReplicationRelay) Holds(part string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for l := range r.links {
+		if strings.Contains(string(l.held), part) {
+			return true
+		}
+	}
+	return false
+}
+
 // Held is how many bytes of the master's stream the relay holds.
 func (r *ReplicationRelay) Held() int {
 	r.mu.Lock()
