@@ -115,18 +115,19 @@ type MultiLocker interface {
 }
 
 // Algorithm names the constructors of one contestant for the tables: New
-// for lock scenarios, NewRW for RW scenarios, NewSemaphore for semaphore
-// scenarios, NewReplicated for the replicated ones, NewQuorum for quorum
-// scenarios (one lock on Env.Nodes), NewMulti for multi-lock scenarios. A
-// Suite runs it on the scenarios of the kinds it has a constructor for.
+// for the lock scenarios of Kind, NewRW for RW scenarios, NewSemaphore for
+// semaphore scenarios, NewMulti for multi-lock scenarios. A Suite runs it
+// on the scenarios of the kinds it has a constructor for.
 type Algorithm struct {
-	Name          string
-	New           func(Env) (Locker, error)
-	NewRW         func(Env) (RWLocker, error)
-	NewSemaphore  func(Env) (PermitLocker, error)
-	NewReplicated func(Env) (Locker, error)
-	NewQuorum     func(Env) (Locker, error)
-	NewMulti      func(Env) (MultiLocker, error)
+	Name string
+	// Kind is the one kind of lock scenario New serves, each on its own
+	// target: KindLock (the zero Kind), KindReplicated (a master with a
+	// replica) or KindQuorum (one lock on Env.Nodes).
+	Kind         Kind
+	New          func(Env) (Locker, error)
+	NewRW        func(Env) (RWLocker, error)
+	NewSemaphore func(Env) (PermitLocker, error)
+	NewMulti     func(Env) (MultiLocker, error)
 }
 
 // serves reports whether a has a constructor for scenarios of kind k.
@@ -136,14 +137,10 @@ func (a Algorithm) serves(k Kind) bool {
 		return a.NewRW != nil
 	case KindSemaphore:
 		return a.NewSemaphore != nil
-	case KindReplicated:
-		return a.NewReplicated != nil
-	case KindQuorum:
-		return a.NewQuorum != nil
 	case KindMulti:
 		return a.NewMulti != nil
 	}
-	return a.New != nil
+	return a.New != nil && a.Kind == k
 }
 
 // Algorithms returns baton, the peer libraries and the polling recipes, in

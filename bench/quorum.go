@@ -66,9 +66,9 @@ func quorumScenario(scenario string, n int) string { return scenario + "-q" + st
 // defaults and with a 1 ms retry delay, on one pool per node.
 func QuorumAlgorithms() []Algorithm {
 	return []Algorithm{
-		{Name: BatonName, NewQuorum: newBatonQuorum},
-		{Name: "redsync", NewQuorum: newRedsync()},
-		{Name: redsyncRetry1ms, NewQuorum: newRedsync(time.Millisecond)},
+		{Name: BatonName, Kind: KindQuorum, New: newBatonQuorum},
+		{Name: "redsync", Kind: KindQuorum, New: newRedsync()},
+		{Name: redsyncRetry1ms, Kind: KindQuorum, New: newRedsync(time.Millisecond)},
 	}
 }
 

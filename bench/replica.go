@@ -47,8 +47,8 @@ func ReplicaScenarios(d time.Duration) []Scenario {
 // baton with replica acknowledgements on and off.
 func ReplicaAlgorithms() []Algorithm {
 	return []Algorithm{
-		{Name: AcksOffName, NewReplicated: newBaton(rlock.WithReplicaAcks(0, 0))},
-		{Name: AcksOnName, NewReplicated: newBaton(rlock.WithReplicaAcks(1, rlock.DefaultReplicaAckTimeout))},
+		{Name: AcksOffName, Kind: KindReplicated, New: newBaton(rlock.WithReplicaAcks(0, 0))},
+		{Name: AcksOnName, Kind: KindReplicated, New: newBaton(rlock.WithReplicaAcks(1, rlock.DefaultReplicaAckTimeout))},
 	}
 }
 

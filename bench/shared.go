@@ -90,14 +90,7 @@ func newTaker(algo Algorithm, k Kind, e Env) (taker, error) {
 			return l.LockAll(ctx, names)
 		}}, nil
 	}
-	newLocker := algo.New
-	switch k {
-	case KindReplicated:
-		newLocker = algo.NewReplicated
-	case KindQuorum:
-		newLocker = algo.NewQuorum
-	}
-	l, err := newLocker(e)
+	l, err := algo.New(e)
 	if err != nil {
 		return taker{}, err
 	}
