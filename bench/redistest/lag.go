@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonlock/baton/bench/redistest/redisproc"
 	"github.com/batonlock/baton/bench/relay"
 )
 
@@ -229,8 +230,5 @@ func startReplica(tb testing.TB, master *Server, port int, args ...string) *Serv
 func awaitSynced(tb testing.TB, replica *Server) {
 	tb.Helper()
 	admin := replica.Admin()
-	await(tb, func(ctx context.Context) bool {
-		info, err := admin.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, "the replica syncs with its master")
+	await(tb, func(ctx context.Context) bool { return redisproc.Synced(ctx, admin) }, "the replica syncs with its master")
 }

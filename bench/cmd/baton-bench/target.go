@@ -55,16 +55,18 @@ func connect(o options, replicated bool) (bench.Target, func(), error) {
 		}
 		return bench.Embedded()
 	}
-	t, stop, err := throwaway(o.rtt, "throwaway redis-server on ", nil)
+	t, stop, err := throwaway(o.rtt, "throwaway redis-server on ")
 	if err != nil || !replicated {
 		return t, stop, err
 	}
-	var replica *redisproc.Server
-	r, stopReplicated, err := throwaway(o.rtt, "throwaway redis-server with a replica on ", func(t bench.Target) (err error) {
-		replica, err = startReplica(serverAddr(t))
-		return err
-	})
+	r, stopReplicated, err := throwaway(o.rtt, "throwaway redis-server with a replica on ")
 	if err != nil {
+		stop()
+		return t, nil, err
+	}
+	replica, err := startReplica(serverAddr(r))
+	if err != nil {
+		stopReplicated()
 		stop()
 		return t, nil, err
 	}
@@ -73,9 +75,8 @@ func connect(o options, replicated bool) (bench.Target, func(), error) {
 }
 
 // throwaway starts a redis-server, reached through a delay proxy of rtt
-// each way (delayed), as the target named name and its address, and runs
-// then on it before it returns.
-func throwaway(rtt time.Duration, name string, then func(bench.Target) error) (bench.Target, func(), error) {
+// each way (delayed), as the target named name and its address.
+func throwaway(rtt time.Duration, name string) (bench.Target, func(), error) {
 	srv, err := redisproc.Start(redisproc.Config{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	if err != nil {
 		return bench.Target{}, nil, err
@@ -89,14 +90,7 @@ func throwaway(rtt time.Duration, name string, then func(bench.Target) error) (b
 		srv.Stop()
 		return t, nil, err
 	}
-	stop := func() { stopProxy(); srv.Stop() }
-	if then != nil {
-		if err := then(t); err != nil {
-			stop()
-			return t, nil, err
-		}
-	}
-	return t, stop, nil
+	return t, func() { stopProxy(); srv.Stop() }, nil
 }
 
 // startReplica starts a redis-server that replicates the master at addr
@@ -116,8 +110,7 @@ func startReplica(addr string) (*redisproc.Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), replicaSync)
 	defer cancel()
 	for {
-		info, err := rdb.Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") {
+		if redisproc.Synced(ctx, rdb) {
 			return replica, nil
 		}
 		select {
@@ -209,7 +202,7 @@ func flushAll(ctx context.Context, addr string) error {
 // as one target whose NewClient reaches the first, and how to stop them.
 func quorumTarget(rtt time.Duration) (bench.Target, func(), error) {
 	t := bench.Target{RTT: rtt}
-	var addrs []string // the servers', not the proxies'
+	var resets []func(context.Context) error
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range slices.Backward(stops) {
@@ -217,30 +210,19 @@ func quorumTarget(rtt time.Duration) (bench.Target, func(), error) {
 		}
 	}
 	for range bench.MaxQuorumNodes {
-		srv, err := redisproc.Start(redisproc.Config{})
+		node, stop, err := throwaway(rtt, "")
 		if err != nil {
 			stopAll()
 			return t, nil, err
 		}
-		stops = append(stops, srv.Stop)
-		addrs = append(addrs, srv.Addr)
-		via := srv.Addr
-		if rtt > 0 {
-			p, err := bench.StartDelayProxy(srv.Addr, rtt)
-			if err != nil {
-				stopAll()
-				return t, nil, err
-			}
-			stops = append(stops, func() { _ = p.Close() })
-			via = p.Addr
-		}
-		t.Nodes = append(t.Nodes, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: via}) })
+		stops, resets = append(stops, stop), append(resets, node.Reset)
+		t.Nodes = append(t.Nodes, node.NewClient)
 	}
-	t.Name = fmt.Sprintf("%d throwaway redis-servers on 127.0.0.1", len(addrs))
+	t.Name = fmt.Sprintf("%d throwaway redis-servers on 127.0.0.1", bench.MaxQuorumNodes)
 	t.NewClient = t.Nodes[0]
 	t.Reset = func(ctx context.Context) error {
-		for _, addr := range addrs {
-			if err := flushAll(ctx, addr); err != nil {
+		for _, reset := range resets {
+			if err := reset(ctx); err != nil {
 				return err
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -230,4 +231,12 @@ func (s *Server) Signal(sig os.Signal) error {
 		return errors.New("redisproc: server is not running")
 	}
 	return s.cmd.Process.Signal(sig)
+}
+
+// Synced reports whether the server rdb reaches is a replica whose link
+// to its master is up (INFO replication: master_link_status:up), which it
+// is once its first sync has ended.
+func Synced(ctx context.Context, rdb redis.Cmdable) bool {
+	info, err := rdb.Info(ctx, "replication").Result()
+	return err == nil && strings.Contains(info, "master_link_status:up")
 }
