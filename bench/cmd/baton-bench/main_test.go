@@ -100,7 +100,6 @@ func redisChildren(t *testing.T) []int {
 	return pids
 }
 
-// quickRun is a run of one polling recipe on one scenario, a few hundred ms.
 // readReport reads the results.json a run wrote to dir.
 func readReport(t *testing.T, dir string) bench.Report {
 	t.Helper()
@@ -111,6 +110,7 @@ func readReport(t *testing.T, dir string) bench.Report {
 	return rep
 }
 
+// quickRun is a run of one polling recipe on one scenario, a few hundred ms.
 func quickRun(extra options) options {
 	o := extra
 	o.duration, o.rounds, o.algos, o.scenarios = 100*time.Millisecond, 1, "poll-1ms", "hot-key"
@@ -255,10 +255,7 @@ func TestReplicatedRunStartsAMasterWithAReplica(t *testing.T) {
 	require.NoError(t, run(ctx, o, map[string]bool{}, io.Discard, io.Discard))
 	require.Empty(t, redisChildren(t), "the servers are gone")
 
-	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
-	require.NoError(t, err)
-	var rep bench.Report
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep := readReport(t, o.out)
 	require.Len(t, rep.Results, 2)
 	for _, r := range rep.Results {
 		require.NotNil(t, r.LagP50, r.Algorithm)
