@@ -149,7 +149,7 @@ func Algorithms() []Algorithm {
 	return []Algorithm{
 		{Name: BatonName, New: newBaton()},
 		{Name: "redsync", New: newRedsync()},
-		{Name: "redsync-1ms", New: newRedsync(time.Millisecond)},
+		{Name: redsyncRetry1ms, New: newRedsync(time.Millisecond)},
 		{Name: "redislock-1ms", New: newRedislock(time.Millisecond)},
 		{Name: "redislock-10ms", New: newRedislock(10 * time.Millisecond)},
 		{Name: "rueidislock", New: newRueidislock},

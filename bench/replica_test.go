@@ -106,3 +106,19 @@ func TestAcksTargets(t *testing.T) {
 		require.Equal(t, "SKIP", byTarget(RTTTargets(uncontended(tc.ack), 0))[free].Status, "judged only through a delay proxy")
 	}
 }
+
+// New serves one kind of lock scenario, its Algorithm's Kind: the lock
+// contestants never run a replicated or quorum scenario, and the
+// replicated and quorum contestants run only their own.
+func TestEachLockContestantServesItsKindAlone(t *testing.T) {
+	lockKinds := []Kind{KindLock, KindReplicated, KindQuorum}
+	for kind, algos := range map[Kind][]Algorithm{
+		KindLock: Algorithms(), KindReplicated: ReplicaAlgorithms(), KindQuorum: QuorumAlgorithms(),
+	} {
+		for _, a := range algos {
+			for _, k := range lockKinds {
+				require.Equal(t, k == kind, a.serves(k), "%s on a scenario of kind %q", a.Name, k)
+			}
+		}
+	}
+}
