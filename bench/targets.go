@@ -51,9 +51,9 @@ const (
 	// Lock, in acknowledged writes' round trips (a PING plus the replica's
 	// lag). The 10% above one is the resolution of the figures, each
 	// timed in a run of its own: on a loaded 2-core machine the SET+WAIT
-	// round trip moved between 2.52 and 2.89 ms (±7%) from run to run at
-	// 500µs, while Lock with acks less without, interleaved in one loop,
-	// was 1.02× the SET+WAIT interleaved with it.
+	// round trip moves from run to run at 500µs, 2.47 to 2.65 ms over the
+	// six runs of bench/results/3aec049 (2.52 to 2.89 ms, ±7%, in the runs
+	// that set the bound, which were not recorded).
 	acksCost = 1.1
 )
 
