@@ -94,10 +94,7 @@ func (c *Cluster) AddReplica(tb testing.TB, master *Node) *Node {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
-	// The replica's first sync goes out at once, not after 5s.
-	if err := master.admin.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
-		tb.Fatalf("redistest: CONFIG SET on %s: %v", master.Addr, err)
-	}
+	syncAtOnce(tb, master.Server)
 	replica := startNode(tb)
 	if err := replica.admin.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", master.Port, master.busPort).Err(); err != nil {
 		tb.Fatalf("redistest: CLUSTER MEET: %v", err)

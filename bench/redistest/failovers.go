@@ -35,9 +35,7 @@ func (s *Sentinel) startRelayed() (monitored int) {
 	for _, srv := range []*Server{s.Master, s.Replica} {
 		s.relays[srv] = StartReplicationRelay(s.tb, srv)
 	}
-	if err := s.Master.Admin().ConfigSet(context.Background(), "repl-diskless-sync-delay", "0").Err(); err != nil {
-		s.tb.Fatalf("redistest: CONFIG SET on the master: %v", err)
-	}
+	syncAtOnce(s.tb, s.Master)
 	s.restartAsReplica(s.Replica)
 	return s.relays[s.Master].Port
 }

@@ -211,19 +211,25 @@ func pipe(dst, src net.Conn) {
 }
 
 // startReplica starts a replica of master, reached on port (master's own,
-// or a relay's), with extra args, and returns once it has synced. The
-// master sends its first sync at once rather than after the default 5s
-// wait for more replicas (repl-diskless-sync-delay).
+// or a relay's), with extra args, and returns once it has synced.
 func startReplica(tb testing.TB, master *Server, port int, args ...string) *Server {
+	tb.Helper()
+	syncAtOnce(tb, master)
+	replica := Start(tb, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(port)}, args...)...)
+	awaitSynced(tb, replica)
+	return replica
+}
+
+// syncAtOnce makes master send a new replica its first sync at once,
+// rather than after the default 5s wait for more replicas
+// (repl-diskless-sync-delay).
+func syncAtOnce(tb testing.TB, master *Server) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := master.Admin().ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
-		tb.Fatalf("redistest: CONFIG SET on the master: %v", err)
+		tb.Fatalf("redistest: CONFIG SET on %s: %v", master.Addr, err)
 	}
-	replica := Start(tb, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(port)}, args...)...)
-	awaitSynced(tb, replica)
-	return replica
 }
 
 // awaitSynced waits until replica has synced with its master.
