@@ -112,3 +112,33 @@ func TestQuorumPausedNode(t *testing.T) {
 	err = l.Unlock(ctx)
 	require.True(t, err == nil || errors.Is(err, ErrLockLost), "%v", err)
 }
+
+// ForceUnlock in quorum mode deletes the lock on a majority at least: the
+// holder's Context ends with ErrLockLost, another client takes the lock
+// at once with a higher token, which Inspect reports, and a ForceUnlock of
+// the free lock ends nothing.
+func TestQuorumForceUnlock(t *testing.T) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	a := newQuorumClient(t, srvs)
+	b := newQuorumClient(t, srvs)
+	la, err := a.Lock(ctx, "force")
+	require.NoError(t, err)
+	n, err := a.ForceUnlock(ctx, "force")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.ErrorIs(t, context.Cause(la.Context()), ErrLockLost)
+	lb, err := b.TryLock(ctx, "force")
+	require.NoError(t, err, "free on every node")
+	require.Greater(t, lb.Token(), la.Token())
+	st, err := a.Inspect(ctx, "force")
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{lb.Owner(): 1}, st.Holders)
+	// A node that answered after B's majority may have read a token of
+	// its own above B's (see State.LastToken).
+	require.GreaterOrEqual(t, st.LastToken, lb.Token())
+	require.NoError(t, lb.Unlock(ctx))
+	n, err = a.ForceUnlock(ctx, "force")
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing held")
+}
