@@ -28,11 +28,17 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (int64, error) {
 	if err != nil || deleted == 0 {
 		return 0, err
 	}
-	id := p.id()
+	c.forceReleased(p.id(), deleted)
+	return 1, nil
+}
+
+// forceReleased makes lost this client's hold of lock id, if it has one
+// of ID at most deleted, the ID of the hold a force-release deleted: a
+// later hold is not among those deleted.
+func (c *Client) forceReleased(id resourceID, deleted uint64) {
 	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id && h.id <= deleted }) {
 		h.cutOff(h.lost("force-released"))
 	}
-	return 1, nil
 }
 
 // State is a snapshot of a lock, as Inspect reads it.
@@ -49,6 +55,10 @@ type State struct {
 	TTL time.Duration
 	// LastToken is the last fencing token handed out for this lock; 0 once
 	// Redis has let the counter expire, two leases past the token's time.
+	// In quorum mode it is the highest of the nodes' counters: at least
+	// the last token handed out, and above it where a node granted a
+	// look that made no hold, or joined a hold after its majority, with a
+	// higher token of its own.
 	LastToken uint64
 }
 

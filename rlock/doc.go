@@ -152,15 +152,20 @@
 // node, and each node is a Client of its own whose scripts, grant line and
 // clean-ups of unclaimed grants serve it. Every call goes to every node at
 // once and returns as soon as the answers decide it (a majority, or too
-// many refusals for one): a paused or slow node delays none. A look is the
-// protocol's two rounds (package reentrant, Quorum mode), or a renewal of
-// a grant the waiter keeps; its waiting is the attempt's own loop, with
+// many refusals for one): a paused or slow node delays none, but for
+// Inspect and the leave of a call that gave up, which wait for every node
+// (Inspect up to the lease or the node's read timeout, a leave up to
+// leaveWait). A look is the protocol's two rounds (package reentrant,
+// Quorum mode), or a renewal of a grant the waiter keeps; its waiting is
+// the attempt's own loop, with
 // every node's grant line as one wake source (anyWake) and every message a
 // nudge to look (subscribed.grants is false). The watchdog's batch is one
 // pipeline per node; a hold's validity moves once a majority confirmed
-// its renewal. A reply that comes after its call stopped listening is
-// never dropped: a grant or commit joins the hold its look made, or is
-// given back, and a failure is undone by replay, as on one node.
+// its renewal. A reply to a look, a commit or a re-entry that comes after
+// its call stopped listening is never dropped: a grant or commit joins the
+// hold its look made, or is given back, and a failure is undone by replay,
+// as on one node; a release that failed there is resent. (A late renewal's
+// reply is dropped: it only extends.)
 //
 // Lock sets. LockAll takes several plain locks all or nothing, as handles
 // of ordinary holds, one per member, under one owner (WithOwner's, or one

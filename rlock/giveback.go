@@ -44,13 +44,22 @@ func (a *attempt) undo(ctx context.Context, requestID string) {
 	if a.via != nil {
 		hold = a.via.hold.id
 	}
-	var res reentrant.AcquireResult
+	undoAcquire(ctx, a.res, a.owner, func(ctx context.Context) (reentrant.AcquireResult, error) {
+		return a.acquireAs(ctx, requestID, hold, reentrant.Waiter{})
+	})
+}
+
+// undoAcquire is undo's way for any acquire of owner's on res: replay
+// (the acquire again, as it was sent, with no waiter) until Redis
+// answers, and, if it holds, release one count by the ID it names.
+func undoAcquire(ctx context.Context, res resource, owner string, replay func(context.Context) (reentrant.AcquireResult, error)) {
+	var got reentrant.AcquireResult
 	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-		res, err = a.acquireAs(ctx, requestID, hold, reentrant.Waiter{})
+		got, err = replay(ctx)
 		return err
 	})
-	if err == nil && res.Acquired {
-		releaseRetrying(ctx, a.res, a.owner, res.HoldID())
+	if err == nil && got.Acquired {
+		releaseRetrying(ctx, res, owner, got.HoldID())
 	}
 }
 

@@ -75,9 +75,6 @@ func (c *Client) forceUnlockQuorum(ctx context.Context, name string) (int64, err
 	if deleted == 0 {
 		return 0, verr
 	}
-	id := r.id()
-	for _, h := range c.table.holdsOf(func(h *hold) bool { return h.res.id() == id && h.id <= deleted }) {
-		h.cutOff(h.lost("force-released"))
-	}
+	c.forceReleased(r.id(), deleted)
 	return 1, verr
 }

@@ -189,17 +189,13 @@ func (r *quorumLock) undoReentry(rep nodeReply[reentrant.AcquireResult], call ac
 	}
 	p := r.nodes[rep.node]
 	r.c.background.run(call.lease, func(ctx context.Context) {
-		res := rep.val
-		err := rep.err
-		if err != nil {
-			err = untilAnswered(ctx, func(ctx context.Context) (err error) {
-				res, err = p.acquire(ctx, call)
-				return err
-			})
-		}
-		if err == nil && res.Acquired {
+		if rep.err == nil {
 			releaseRetrying(ctx, p, call.owner, call.hold)
+			return
 		}
+		undoAcquire(ctx, p, call.owner, func(ctx context.Context) (reentrant.AcquireResult, error) {
+			return p.acquire(ctx, call)
+		})
 	})
 }
 

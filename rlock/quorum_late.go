@@ -82,24 +82,17 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, out *outcome
 			r.giveBackOn(i, call, from, max(from, out.token))
 			return
 		}
-		p := r.nodes[i]
-		var held bool
-		err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-			held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, out.token, call.lease)
-			return err
-		})
-		// Read after the raise's reply: a release sent after this read
-		// reaches the node after the raise, and finds the hold.
-		if err == nil && held && r.releasing.Load() {
-			releaseRetrying(ctx, p, call.owner, out.token)
+		// releasing is read after the raise's reply: a release sent after
+		// this read reaches the node after the raise, and finds the hold.
+		if r.raiseOn(ctx, i, call, from, out.token) && r.releasing.Load() {
+			releaseRetrying(ctx, r.nodes[i], call.owner, out.token)
 		}
 	})
 }
 
 // undoOn undoes round 1 on node i after its reply was lost, as
-// attempt.undo does: a replay without the waiter tells whether it ran
-// (and holds the lock either way), and one release gives back what it
-// held; the waiter leaves the node's queue.
+// attempt.undo does (undoAcquire), once the waiter has left the node's
+// queue.
 func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
 	r.mu.Lock()
 	w := r.waiters[i]
@@ -111,14 +104,9 @@ func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
 		})
 	}
 	call.waiter = reentrant.Waiter{}
-	var res reentrant.AcquireResult
-	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-		res, err = p.acquire(ctx, call)
-		return err
+	undoAcquire(ctx, p, call.owner, func(ctx context.Context) (reentrant.AcquireResult, error) {
+		return p.acquire(ctx, call)
 	})
-	if err == nil && res.Acquired {
-		releaseRetrying(ctx, p, call.owner, res.Token)
-	}
 }
 
 // giveBackOn gives back, in the background, the hold node i granted under
@@ -126,17 +114,24 @@ func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
 // no-op if it was) tells whether the node still holds it, and names it by
 // to, which the release then gives back.
 func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64) {
-	p := r.nodes[i]
 	r.c.background.run(call.lease, func(ctx context.Context) {
-		var held bool
-		err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-			held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, to, call.lease)
-			return err
-		})
-		if err == nil && held {
-			releaseRetrying(ctx, p, call.owner, to)
+		if r.raiseOn(ctx, i, call, from, to) {
+			releaseRetrying(ctx, r.nodes[i], call.owner, to)
 		}
 	})
+}
+
+// raiseOn raises owner's hold on node i from token from to to (see
+// Keys.Raise), resent until the node answers or ctx ends, and reports
+// whether the node holds it under to.
+func (r *quorumLock) raiseOn(ctx context.Context, i int, call acquireCall, from, to uint64) bool {
+	p := r.nodes[i]
+	var held bool
+	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+		held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, to, call.lease)
+		return err
+	})
+	return err == nil && held
 }
 
 // leaveOthers takes the call's waiter out of the queue of every node that

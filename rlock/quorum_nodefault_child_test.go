@@ -22,6 +22,11 @@ import (
 // ledger's server, a redis-server of its own.
 const helperNodes = "BATON_TEST_NODES"
 
+// helperMajority, when set, is the majority a "quorum" child's Client
+// takes its holds on instead of ⌊N/2⌋+1: a control (1) switches the
+// protection off, and the same run must then find overlaps.
+const helperMajority = "BATON_TEST_MAJORITY"
+
 // The ledger's keys, on its own server: every hold's start, every end, the
 // children's unexpected errors, and their counts.
 const (
@@ -58,6 +63,11 @@ func runQuorumChild(in io.Reader) error {
 		return err
 	}
 	defer c.Close()
+	if m := os.Getenv(helperMajority); m != "" {
+		if c.quorum.majority, err = strconv.Atoi(m); err != nil {
+			return err
+		}
+	}
 	var workers sync.WaitGroup
 	for i := range familyWorkers {
 		w := &quorumWorker{c: c, ledger: ledger, name: os.Getenv(helperLock), stop: stop,

@@ -35,10 +35,12 @@ const (
 
 // nodeFaults is how a scenario restarts its nodes: at once with every
 // write kept (persistent, AOF fsynced per write), or empty after an outage
-// of at least outage.
+// of at least outage. majority, when not 0, is the children's majority
+// instead of ⌊N/2⌋+1 (helperMajority): a control's.
 type nodeFaults struct {
 	persistent bool
 	outage     time.Duration
+	majority   int
 }
 
 // Issue 33: 0 overlaps among live holds and strictly increasing tokens,
@@ -48,18 +50,34 @@ type nodeFaults struct {
 func TestQuorumExclusionUnderNodeFaults(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		t.Run(strconv.Itoa(n)+"/appendfsync-always", func(t *testing.T) {
-			runQuorumFaults(t, n, nodeFaults{persistent: true})
+			holds := runQuorumFaults(t, n, nodeFaults{persistent: true})
+			require.Empty(t, overlaps(holds), "holds whose Contexts were live at once")
+			require.Empty(t, tokenRegressions(holds), "tokens not strictly increasing from holder to holder")
 		})
 		t.Run(strconv.Itoa(n)+"/delayed-restart", func(t *testing.T) {
-			runQuorumFaults(t, n, nodeFaults{outage: quorumFaultLease + quorumFaultLease/4})
+			holds := runQuorumFaults(t, n, nodeFaults{outage: quorumFaultLease + quorumFaultLease/4})
+			require.Empty(t, overlaps(holds), "holds whose Contexts were live at once")
+			require.Empty(t, tokenRegressions(holds), "tokens not strictly increasing from holder to holder")
 		})
 	}
+	// The control: the same run with the children's holds taken on one
+	// node instead of a majority (helperMajority=1) finds holds whose
+	// Contexts were live at once: the check above sees the hazard when the
+	// protection is off. (Tokens need no control here: the nodes share
+	// this machine's clock, which orders them; TestQuorumRaiseOrdersTokens
+	// is the control for round 2.)
+	t.Run("3/control-one-node", func(t *testing.T) {
+		holds := runQuorumFaults(t, 3, nodeFaults{persistent: true, majority: 1})
+		found := overlaps(holds)
+		t.Logf("%d overlaps among %d holds", len(found), len(holds))
+		require.NotEmpty(t, found, "a hold on one node of 3 is no lock")
+	})
 }
 
 // runQuorumFaults runs familyProcs quorum children on n nodes for
-// quorumFaultRun under faults (quorumFaultLoop), then stops them and
-// checks the ledger.
-func runQuorumFaults(t *testing.T, n int, f nodeFaults) {
+// quorumFaultRun under faults (quorumFaultLoop), then stops them, checks
+// that the run did what it set out to do, and returns the ledger's holds.
+func runQuorumFaults(t *testing.T, n int, f nodeFaults) []ledgerHold {
 	redistest.Binary(t)
 	var args []string
 	if f.persistent {
@@ -72,10 +90,12 @@ func runQuorumFaults(t *testing.T, n int, f nodeFaults) {
 	}
 	ledgerSrv := redistest.Start(t)
 	ledger := ledgerSrv.Admin()
-	start := func() *child {
-		return startChild(t, quorumFaultRun+time.Minute, helperEnv+"=quorum", helperAddr+"="+ledgerSrv.Addr,
-			helperNodes+"="+strings.Join(addrs, ","), helperLock+"=quorum-faults", helperLease+"="+quorumFaultLease.String())
+	env := []string{helperEnv + "=quorum", helperAddr + "=" + ledgerSrv.Addr,
+		helperNodes + "=" + strings.Join(addrs, ","), helperLock + "=quorum-faults", helperLease + "=" + quorumFaultLease.String()}
+	if f.majority != 0 {
+		env = append(env, helperMajority+"="+strconv.Itoa(f.majority))
 	}
+	start := func() *child { return startChild(t, quorumFaultRun+time.Minute, env...) }
 	faults := quorumFaultLoop(t, nodes, f, start)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -83,14 +103,13 @@ func runQuorumFaults(t *testing.T, n int, f nodeFaults) {
 	counts := ledger.HGetAll(ctx, ledgerCounts).Val()
 	t.Logf("%d nodes, %+v: %d holds recorded, counts %v, faults %v", n, f, len(holds), counts, faults)
 	require.Empty(t, ledger.LRange(ctx, ledgerErrors, 0, 20).Val(), "the children's unexpected errors")
-	require.Empty(t, overlaps(holds), "holds whose Contexts were live at once")
-	require.Empty(t, tokenRegressions(holds), "tokens not strictly increasing from holder to holder")
 	// The children hold a few hundred times in a run (the quorum's
 	// contended throughput, on 2 loaded cores); 50 is a run that worked.
 	require.Greater(t, len(holds), 50, "too few holds to judge")
 	require.Positive(t, faults["pause"], "no node was paused")
 	require.Positive(t, faults["restart"], "no node was restarted")
 	require.Positive(t, faults["child"], "no child was killed")
+	return holds
 }
 
 // quorumFaultLoop keeps familyProcs children from start running for

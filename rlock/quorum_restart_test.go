@@ -75,3 +75,48 @@ func TestQuorumRestartWithoutDataBreaksTheAssumption(t *testing.T) {
 		})
 	}
 }
+
+// Round 2 is what orders tokens across holders that share a single node:
+// A holds on nodes 0 and 1 (node 2 held by another owner) with a token
+// from node 0, whose counter ran ahead of the clocks; B then holds on
+// nodes 1 and 2 (node 0 held by another owner), and reads at node 1 the
+// counter A's round 2 raised there, so B's token is above A's. The
+// control puts node 1's counter back, once A has released, to what round
+// 1 left there (its clock's token, as it would stay with no round 2): B's
+// token is then below A's.
+func TestQuorumRaiseOrdersTokens(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		noRaise bool
+	}{{"round 2", false}, {"control: no round 2", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			srvs := startNodes(t, 3)
+			c := newQuorumClient(t, srvs)
+			key := lockKey("raise")
+			ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
+			require.NoError(t, admin(t, srvs[0]).Set(ctx, key+":fence", fmt.Sprint(ahead), time.Hour).Err())
+			require.NoError(t, admin(t, srvs[2]).HSet(ctx, key, "other", 1).Err())
+			a, err := c.TryLock(ctx, "raise")
+			require.NoError(t, err)
+			require.Greater(t, a.Token(), ahead, "A's token is node 0's")
+			fence := admin(t, srvs[1]).Get(ctx, key+":fence")
+			require.Equal(t, fmt.Sprint(a.Token()), fence.Val(), "round 2 raised node 1's counter")
+			require.NoError(t, a.Unlock(ctx))
+			require.NoError(t, admin(t, srvs[2]).Del(ctx, key).Err())
+			requireNothingLeftOnNodes(t, ctx, srvs[1:2], "raise")
+			if tc.noRaise { // once A is gone: the counter is its hold's ID there
+				require.NoError(t, admin(t, srvs[1]).Set(ctx, key+":fence", fmt.Sprint(time.Now().UnixMicro()), time.Hour).Err())
+			}
+			require.NoError(t, admin(t, srvs[0]).HSet(ctx, key, "other", 1).Err())
+			b, err := c.TryLock(ctx, "raise")
+			require.NoError(t, err, "B holds nodes 1 and 2")
+			if tc.noRaise {
+				require.Less(t, b.Token(), a.Token(), "without round 2 the token goes backwards")
+			} else {
+				require.Greater(t, b.Token(), a.Token(), "B read A's token at node 1")
+			}
+			require.NoError(t, b.Unlock(ctx))
+		})
+	}
+}
