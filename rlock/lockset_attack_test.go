@@ -220,3 +220,65 @@ func TestLockSetReusedOwnerAfterLease(t *testing.T) {
 	require.NoError(t, again.Unlock(ctx))
 	requireNothingLeft(ctx, t, c, admin(t, srv), names...)
 }
+
+// Property 7, cancellation at the set's own steps: the ctx ends while the
+// set's script call is on the wire (run by Redis, its reply held back),
+// whether that script queued the set's waiter (the grant line kept) or
+// not; and Unlock is called with an ended ctx. Either way the set ends
+// holding nothing and waiting nowhere.
+func TestLockSetCancelledDuringScripts(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("acquire/line-kept-%v", warm), func(t *testing.T) {
+			ctx, srv := serve(t)
+			c, px := proxiedClient(ctx, t, srv, 5*time.Second, -1)
+			other := newClient(t, srv)
+			if warm {
+				warmGrantLine(ctx, t, c)
+			}
+			warmSetScripts(ctx, t, c)
+			names := inOrder(t, c, "cs-a", "cs-b", "cs-c")
+			holder, err := other.Lock(ctx, names[1])
+			require.NoError(t, err)
+			shape := acquireSetShape(len(names), true)
+			if warm {
+				shape = queuingSetShape(len(names))
+			}
+			release := px.HoldNextReply(shape)
+			callCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			got := lockAllInBackground(callCtx, c, names)
+			require.Eventually(t, func() bool { return holderOf(ctx, t, other, names[0]) != "" }, fast,
+				time.Millisecond, "the set's script did not run")
+			px.mu.Lock()
+			held := px.rule == nil // the rule was taken: its reply is held
+			px.mu.Unlock()
+			require.True(t, held, "the set's script was not the one held")
+			cancel()
+			release()
+			o := receiveSet(t, got)
+			require.ErrorIs(t, o.err, ErrNotObtained)
+			require.ErrorIs(t, o.err, context.Canceled)
+			rdb := admin(t, srv)
+			requireNothingLeft(ctx, t, other, rdb, names[0], names[2])
+			require.Zero(t, rdb.Exists(ctx, lockKey(names[1])+":queue").Val(), "the set's waiter is left")
+			require.NoError(t, holder.Unlock(ctx))
+			requireNothingLeft(ctx, t, other, rdb, names...)
+		})
+	}
+	t.Run("unlock", func(t *testing.T) {
+		ctx, srv := serve(t)
+		c, other := newClient(t, srv), newClient(t, srv)
+		names := inOrder(t, c, "cu-a", "cu-b", "cu-c")
+		s, err := c.LockAll(ctx, names)
+		require.NoError(t, err)
+		waiter := lockInBackground(ctx, other, names[1])
+		waitForQueued(t, srv, names[1], 1)
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		require.NoError(t, s.Unlock(ended))
+		l := receive(t, waiter)
+		requireHeldOnceBy(ctx, t, c, l.Owner(), names[1])
+		require.NoError(t, l.Unlock(ctx))
+		requireNothingLeft(ctx, t, c, admin(t, srv), names...)
+	})
+}
