@@ -267,18 +267,8 @@ func TestLockSetCancelledDuringScripts(t *testing.T) {
 	}
 	t.Run("unlock", func(t *testing.T) {
 		ctx, srv := serve(t)
-		c, other := newClient(t, srv), newClient(t, srv)
-		names := inOrder(t, c, "cu-a", "cu-b", "cu-c")
-		s, err := c.LockAll(ctx, names)
-		require.NoError(t, err)
-		waiter := lockInBackground(ctx, other, names[1])
-		waitForQueued(t, srv, names[1], 1)
 		ended, cancel := context.WithCancel(ctx)
 		cancel()
-		require.NoError(t, s.Unlock(ended))
-		l := receive(t, waiter)
-		requireHeldOnceBy(ctx, t, c, l.Owner(), names[1])
-		require.NoError(t, l.Unlock(ctx))
-		requireNothingLeft(ctx, t, c, admin(t, srv), names...)
+		unlockToWaiter(ctx, t, srv, newClient(t, srv), []string{"cu-a", "cu-b", "cu-c"}, ended, func() {})
 	})
 }
