@@ -286,8 +286,8 @@
 // Nobody takes a member past its queue, and every caller takes the keys in
 // the one order, so no waits form a circle. ReleaseSet
 // (lua/release_set.lua) leaves one hold of each member as release.lua
-// leaves it, each last hold handed to that lock's own next waiter
-// (passOn). Both remember their reply under a request key for replay (as
+// leaves it, with the same function (releaseHold, lua/release_hold.lua),
+// each last hold handed to that lock's own next waiter (passOn). Both remember their reply under a request key for replay (as
 // a list, lua/replay.lua); an owner made for the acquire needs none: a
 // member it holds counts as taken.
 //
@@ -400,7 +400,8 @@
 // common one, and every function a script makes, every key and argument it
 // is passed and every number it prints costs each call server time: so
 // lua/acquire.lua and lua/release.lua run before the library (only
-// lua/master.lua, lua/token.lua and lua/take.lua before acquire.lua) and end every call
+// lua/master.lua, lua/token.lua and lua/take.lua before acquire.lua, and
+// lua/release_hold.lua before release.lua) and end every call
 // that grants nothing; lua/acquire_queue.lua and lua/release_pass.lua,
 // after it, do the rest, reading their head's locals. TestFreePathCommands
 // pins the free path's commands; BenchmarkFreePathServerTime compares its

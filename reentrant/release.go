@@ -10,7 +10,7 @@ import (
 
 // releaseScript runs lua/release.lua, and lua/release_pass.lua when the
 // last hold hands the lock on to a queue (see freePathScript).
-var releaseScript = freePathScript([]string{"release.lua"}, "release_pass.lua")
+var releaseScript = freePathScript([]string{"release_hold.lua", "release.lua"}, "release_pass.lua")
 
 // ReleaseStatus says what a release did.
 type ReleaseStatus int

@@ -15,7 +15,7 @@ var (
 	acquireSetScript = newScript(luaFiles("master.lua", "token.lua", "take.lua", "record.lua", "replay.lua", "acquire_set.lua")...)
 	// releaseSetScript runs lua/release_set.lua, which hands each member
 	// on to its own waiter.
-	releaseSetScript = grantingScript("replay.lua", "release_set.lua")
+	releaseSetScript = grantingScript("replay.lua", "release_hold.lua", "release_set.lua")
 )
 
 var (

@@ -188,7 +188,10 @@
 // retries: every set and single Lock takes keys in the one order and
 // waits FIFO, so nobody waits in a circle. A set that fails (ctx, TryLockAll,
 // an error) gives back what it took, one script per slot, before it
-// returns (as a waiter's leave: up to 250 ms, then in the background); a
+// returns (as a waiter's leave: up to 250 ms, then in the background); so
+// does a set that finds, before it returns, a member it took lost while it
+// waited for a later one (the error matches ErrNotObtained and
+// ErrLockLost, and names that member); a
 // set script whose reply was lost is undone as an acquire is, by its
 // replay (request ID, or an owner made for the call finding its own
 // holds), then a release. One acknowledgement by replicas covers each set

@@ -14,6 +14,16 @@ import (
 // request does not leak the lock.
 const unlockTimeout = 5 * time.Second
 
+// unlockContext is the ctx an Unlock (a Lock's or a LockSet's) sends its
+// releases with: ctx, or, if it has already ended, its values within
+// unlockTimeout.
+func unlockContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() != nil {
+		return context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	}
+	return ctx, func() {}
+}
+
 // handle is what one successful acquire returns, whatever the resource:
 // its Context, its part in the hold and its unlock. It is a thin view of
 // its hold, which owns the lease, the renewal and the end. A Lock is a
@@ -63,11 +73,8 @@ func (l *handle) unlock(ctx context.Context) error {
 	if !send {
 		return err
 	}
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-		defer cancel()
-	}
+	ctx, cancel := unlockContext(ctx)
+	defer cancel()
 	h := l.hold
 	res, err := h.res.release(ctx, h.owner, h.id, l.unlockReq)
 	return l.finishRelease(res, err, endedBeforeSend)

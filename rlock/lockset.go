@@ -58,7 +58,9 @@ type LockSet struct {
 //
 // Errors: ErrInvalidName for a bad name; ErrInvalidOption for no names,
 // more than MaxLockSet, a bad option, or a client WithRedissonWire (also
-// matching errors.ErrUnsupported); otherwise as Lock's, naming the member.
+// matching errors.ErrUnsupported); ErrNotObtained also matching
+// ErrLockLost for a member found lost while the set waited for a later
+// one; otherwise as Lock's, naming the member.
 // A call that fails holds nothing and has left every queue when it
 // returns (unless Redis did not answer within 250 ms: the give-back goes
 // on in the background).

@@ -42,8 +42,8 @@ func warmSetScripts(ctx context.Context, t *testing.T, c *Client) {
 }
 
 // Property 4: a free set is one script call on a single node, however
-// many members and slots it has, and so is its Unlock; whole sets in one
-// slot too.
+// many members and slots it has, up to MaxLockSet, and so is its Unlock;
+// whole sets in one slot too.
 func TestLockSetOneCallWhenFree(t *testing.T) {
 	ctx, srv := serve(t)
 	c := newClient(t, srv)
@@ -53,7 +53,11 @@ func TestLockSetOneCallWhenFree(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("many-%d", i)
 	}
-	for name, names := range map[string][]string{"slots": many, "one-slot": sameSlotNames("tag", 100)} {
+	limit := make([]string, MaxLockSet)
+	for i := range limit {
+		limit[i] = fmt.Sprintf("limit-%d", i)
+	}
+	for name, names := range map[string][]string{"slots": many, "one-slot": sameSlotNames("tag", 100), "limit": limit} {
 		t.Run(name, func(t *testing.T) {
 			before := serverStats(t, rdb)
 			s, err := c.LockAll(ctx, names)

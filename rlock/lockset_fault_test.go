@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/bench/redistest"
 )
 
 // isSetScript matches a script call with keys keys and args arguments: a
@@ -60,18 +62,27 @@ func TestLockSetResentByGoRedis(t *testing.T) {
 		ctx, srv := serve(t)
 		c, px := resendClient(ctx, t, srv)
 		warmSetScripts(ctx, t, c)
-		s, err := c.LockAll(ctx, names)
-		require.NoError(t, err)
-		waiter := lockInBackground(ctx, newClient(t, srv), names[1])
-		waitForQueued(t, srv, names[1], 1)
-		px.DropNextReply(releaseSetShape(len(names)), false)
-		require.NoError(t, s.Unlock(ctx))
+		unlockToWaiter(ctx, t, srv, c, names, ctx, func() { px.DropNextReply(releaseSetShape(len(names)), false) })
 		require.EqualValues(t, 1, px.Dropped(), "the release's reply was lost and resent")
-		l := receive(t, waiter)
-		requireHeldOnceBy(ctx, t, c, l.Owner(), names[1])
-		require.NoError(t, l.Unlock(ctx))
-		requireNothingLeft(ctx, t, c, admin(t, srv), names...)
 	})
+}
+
+// unlockToWaiter takes names as a set through c, has another client wait
+// for names[1], unlocks the set with unlockCtx (after arm), and checks that
+// the waiter is granted that member once, and that nothing is left.
+func unlockToWaiter(ctx context.Context, t *testing.T, srv *redistest.Server, c *Client, names []string,
+	unlockCtx context.Context, arm func()) {
+	t.Helper()
+	s, err := c.LockAll(ctx, names)
+	require.NoError(t, err)
+	waiter := lockInBackground(ctx, newClient(t, srv), names[1])
+	waitForQueued(t, srv, names[1], 1)
+	arm()
+	require.NoError(t, s.Unlock(unlockCtx))
+	l := receive(t, waiter)
+	requireHeldOnceBy(ctx, t, c, l.Owner(), names[1])
+	require.NoError(t, l.Unlock(ctx))
+	requireNothingLeft(ctx, t, c, admin(t, srv), names...)
 }
 
 // Property 7: a set script whose reply is lost, with no resend, fails the

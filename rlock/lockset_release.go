@@ -20,11 +20,8 @@ func (s *LockSet) Unlock(ctx context.Context) error {
 	defer s.unlockMu.Unlock()
 	_ = s.ctx.Err() // a member's end due by the clock is its loss, seen now
 	s.ctx.cancel(context.Canceled)
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-		defer cancel()
-	}
+	ctx, cancel := unlockContext(ctx)
+	defer cancel()
 	errs, _ := s.release(ctx)
 	return errors.Join(errs...)
 }

@@ -41,7 +41,11 @@ func (c *Client) lockAll(ctx context.Context, names []string, opts []LockOption,
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrNotObtained, locks[0].name(), err)
 	}
-	if err := t.takeAll(locks); err != nil {
+	err = t.takeAll(locks)
+	if err == nil {
+		err = t.whole()
+	}
+	if err != nil {
 		t.giveBack()
 		return nil, t.failure(err, lc.wait)
 	}
@@ -91,6 +95,22 @@ func (t *setTake) takeAll(locks []*plainLock) error {
 				}
 				i++
 			}
+		}
+	}
+	return nil
+}
+
+// whole is nil when the client knows every member taken to be held, and
+// otherwise the loss of the first it knows lost: a member lost while the
+// set waited for a later one (Redis restarted without its data, the lock
+// force-unlocked, the process paused past the lease) makes the set not
+// obtained, all or nothing, not a set returned with its Context ended. A
+// loss the client finds out later ends the Context, as a Lock's does.
+func (t *setTake) whole() error {
+	for _, m := range t.taken {
+		if m.ctx.Err() != nil {
+			return &lockError{sentinel: ErrNotObtained, name: m.hold.res.name(),
+				what: "not obtained: lost while the set waited", cause: context.Cause(&m.ctx)}
 		}
 	}
 	return nil

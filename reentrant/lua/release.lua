@@ -26,28 +26,14 @@ if seen[1] then
   return tonumber(seen[1])
 end
 
-local count = tonumber(redis.call('hget', hash, owner))
--- The token tells holds apart: a release meant for a hold that expired must
--- not release the same owner's next hold.
-if not count or seen[2] ~= token then
+-- The free path ends here, with no PUBLISH: the owner still holds, or
+-- nobody is queued (its record is then the string '0': a Lua number
+-- would be printed, which costs the server more than the SET).
+local left = releaseHold(hash, queue, granted, owner, token, seen[2])
+if left == -1 then
   return -1
 end
-
-count = count - 1
-if count > 0 then
-  -- The lease is left as it is: the remaining holds were promised at
-  -- least what the longest of them asked for, and re-entry never shortens.
-  redis.call('hincrby', hash, owner, -1)
-  redis.call('set', req, count, 'px', requestMs)
-  return count
-end
--- The free path: with nobody queued the lock is free, and nothing is
--- published. (Its record is the string '0': a Lua number would be printed,
--- which costs the server more than the SET.)
-if redis.call('exists', queue) == 0 then
-  -- The granted key goes with the hold whose grant it names (a grant a
-  -- message made a hold, which no look claimed).
-  redis.call('del', hash, granted)
-  redis.call('set', req, '0', 'px', requestMs)
-  return 0
+if left then
+  redis.call('set', req, left == 0 and '0' or left, 'px', requestMs)
+  return left
 end

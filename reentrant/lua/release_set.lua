@@ -1,7 +1,8 @@
 -- Leave one hold of each member of a lock set that one script may touch
--- (one slot on a cluster), each as release.lua leaves one: the last hold
--- of a member hands that member to its own oldest live waiter, in this
--- same script (passOn, one grant message per member granted), or frees it.
+-- (one slot on a cluster), each as release.lua leaves one (releaseHold):
+-- the last hold of a member hands that member to its own oldest live
+-- waiter, in this same script (passOn, one grant message per member
+-- granted), or frees it.
 -- KEYS[4i-3] hash: member i's lock hash
 -- KEYS[4i-2] fence: member i's fencing-token counter
 -- KEYS[4i-1] queue: member i's waiters
@@ -28,16 +29,9 @@ local left = {}
 for i = 1, (#ARGV - 2) / 2 do
   local hash, fence, queue, granted = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
   local owner, token = ARGV[2 * i - 1], ARGV[2 * i]
-  local count = tonumber(redis.call('hget', hash, owner))
   local held = redis.call('get', fence)
-  if not count or held ~= token then
-    left[i] = -1
-  elseif count > 1 then
-    left[i] = redis.call('hincrby', hash, owner, -1)
-  elseif redis.call('exists', queue) == 0 then
-    redis.call('del', hash, granted)
-    left[i] = 0
-  else
+  left[i] = releaseHold(hash, queue, granted, owner, token, held)
+  if not left[i] then
     left[i] = passOn(hash, fence, queue, granted, publish, held) and -2 or 0
   end
 end
