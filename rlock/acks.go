@@ -160,6 +160,11 @@ func (r *replicaAcks) replicated(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	return r.replicatedAt(ctx, node, addr, key)
+}
+
+// replicatedAt is replicated on key's master node, at addr.
+func (r *replicaAcks) replicatedAt(ctx context.Context, node *redis.Client, addr, key string) error {
 	n, err := r.wanted(ctx, node, addr)
 	if err != nil || n == 0 {
 		return err
