@@ -331,8 +331,7 @@ func (a *attempt) unacknowledged(g holdGrant) func(context.Context) {
 	if g.request != "" {
 		return func(ctx context.Context) { a.undo(ctx, g.request) }
 	}
-	back := a.back(g)
-	return func(ctx context.Context) { _ = untilAnswered(ctx, back) }
+	return a.backRetrying(g)
 }
 
 // isServerReply reports whether err is an error reply from Redis, which
