@@ -87,14 +87,12 @@ type replicaAcks struct {
 	replicas   map[string]replicaCount
 }
 
-// replicaCount is the default's count of one master's replicas, when it
-// was read, and whether a re-read is under way; pending: a first read is
-// under way, and there is no count yet.
+// replicaCount is the default's count of one master's replicas and when
+// it was read (zero: no count yet), and whether a read of it is under way.
 type replicaCount struct {
-	n         int64
-	readAt    time.Time
-	rereading bool
-	pending   bool
+	n       int64
+	readAt  time.Time
+	reading bool
 }
 
 // newReplicaAcks is the acknowledgements cfg asks for on rdb, nil for
@@ -162,6 +160,11 @@ func (r *replicaAcks) replicated(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	return r.replicatedAt(ctx, node, addr, key)
+}
+
+// replicatedAt is replicated on key's master node, at addr.
+func (r *replicaAcks) replicatedAt(ctx context.Context, node *redis.Client, addr, key string) error {
 	n, err := r.wanted(ctx, node, addr)
 	if err != nil || n == 0 {
 		return err
@@ -206,25 +209,15 @@ func (r *replicaAcks) wanted(ctx context.Context, node *redis.Client, addr strin
 		return r.n, nil
 	}
 	r.mu.Lock()
-	c, ok := r.replicas[addr]
-	ok = ok && !c.pending
-	old := ok && time.Since(c.readAt) >= replicaRecheck
-	if old && c.n == 0 {
-		ok = false // read before this grant: see replicaRecheck
-	}
-	reread := ok && old && !c.rereading
-	if reread {
-		c.rereading = true
-		r.replicas[addr] = c
-	}
+	c := r.replicas[addr]
 	r.mu.Unlock()
-	if !ok {
-		return r.read(ctx, node, addr)
-	}
-	if reread {
+	switch {
+	case c.readAt.IsZero(), c.n == 0 && time.Since(c.readAt) >= replicaRecheck:
+		return r.read(ctx, node, addr) // see replicaRecheck
+	case time.Since(c.readAt) >= replicaRecheck:
 		// The count in hand serves this grant: a grant message must make
 		// its handle without another round trip.
-		r.background.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, addr) })
+		r.readLater(node, addr)
 	}
 	return int(min(c.n, 1)), nil
 }
@@ -243,15 +236,29 @@ func (r *replicaAcks) read(ctx context.Context, node *redis.Client, addr string)
 		delete(r.replicas, addr) // read again by the next grant
 		return 0, err
 	}
-	c := replicaCount{n: connectedReplicas(info), readAt: time.Now()}
+	n := connectedReplicas(info)
+	r.replicas[addr] = replicaCount{n: n, readAt: time.Now()}
+	return int(min(n, 1)), nil
+}
+
+// readLater reads the default's count of the replicas of the master node
+// at addr in the background, unless a read of it is under way.
+func (r *replicaAcks) readLater(node *redis.Client, addr string) {
+	r.mu.Lock()
+	c := r.replicas[addr]
+	start := !c.reading
+	c.reading = true
 	r.replicas[addr] = c
-	return int(min(c.n, 1)), nil
+	r.mu.Unlock()
+	if start {
+		r.background.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, addr) })
+	}
 }
 
 // warm reads, in the background, the default's count of the replicas of
-// key's master where none is known or being read: a call about to wait
-// warms it, so that its grant, which may come by message, finds the count
-// and makes its handle with no further round trip.
+// key's master where none is known: a call about to wait warms it, so
+// that its grant, which may come by message, finds the count and makes
+// its handle with no further round trip.
 func (r *replicaAcks) warm(ctx context.Context, key string) {
 	if r == nil || r.n > 0 || r.off.Load() {
 		return
@@ -262,12 +269,9 @@ func (r *replicaAcks) warm(ctx context.Context, key string) {
 	}
 	r.mu.Lock()
 	_, known := r.replicas[addr]
-	if !known {
-		r.replicas[addr] = replicaCount{pending: true}
-	}
 	r.mu.Unlock()
 	if !known {
-		r.background.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, addr) })
+		r.readLater(node, addr)
 	}
 }
 
@@ -292,14 +296,8 @@ func (r *replicaAcks) reconnected() {
 	r.mu.Lock()
 	clear(r.replicas)
 	r.mu.Unlock()
-	r.readSingle()
-}
-
-// readSingle reads, in the background, the default's count of a single
-// master's replicas.
-func (r *replicaAcks) readSingle() {
 	if node, ok := r.rdb.(*redis.Client); ok && r.n == 0 {
-		r.background.run(undoTimeout, func(ctx context.Context) { _, _ = r.read(ctx, node, node.Options().Addr) })
+		r.readLater(node, node.Options().Addr)
 	}
 }
 

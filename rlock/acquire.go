@@ -144,31 +144,30 @@ func (a *attempt) reenter(ctx context.Context) (*handle, error) {
 	}
 	id := newRequestID()
 	sent := time.Now()
-	res, err := a.acquireAs(ctx, id, h.id, reentrant.Waiter{})
+	// Pending until acknowledged: an unacknowledged re-entry is undone by
+	// a replay of it.
+	call := a.call(id, h.id, reentrant.Waiter{})
+	call.pending = true
+	res, err := a.res.acquire(ctx, call)
 	switch {
 	case err != nil:
 		h.giveTurnBack(a.via)
 		return nil, a.failed(ctx, err, id, reentrant.Waiter{})
 	case res.HoldGone:
+		a.res.settle(id)
 		h.giveTurnBack(a.via)
 		h.cutOff(h.lost("re-entry found it not held"))
 		return nil, a.notObtained(h.endCause())
 	}
 	if err := a.c.acks.replicated(ctx, a.res.id().key); err != nil {
 		h.giveTurnBack(a.via)
-		// Undone by replay, not by a release of one count: a give-back
-		// retried onto a replica promoted without the re-entry would take
-		// the count of the outer hold. Wire mode cannot replay it: its
-		// latch goes once the reply is in (Java's way), and a replay would
-		// count the re-entry again; there one count goes back, and a
-		// failover during the WAIT can take the outer hold's (see the
-		// README's Replica acknowledgements).
-		undo := func(ctx context.Context) { a.undo(ctx, id) }
-		if a.c.wire != nil {
-			undo = func(ctx context.Context) { releaseRetrying(ctx, a.res, a.owner, res.HoldID()) }
-		}
-		return nil, a.notReplicated(ctx, err, undo)
+		// Undone by a replay (not pending: it settles the request), not by
+		// a release of one count: a give-back retried onto a replica
+		// promoted without the re-entry would take the count of the outer
+		// hold, where the replay runs the re-entry first.
+		return nil, a.notReplicated(ctx, err, func(ctx context.Context) { a.undo(ctx, id) })
 	}
+	a.res.settle(id)
 	l := newHandle(h, a.ctx, a.via, a.cfg, sent, Reentered)
 	if err := h.join(l, sent, a.lease); err != nil {
 		// The hold ended since the turn was taken: give the count back.
@@ -194,11 +193,14 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 		id = newRequestID()
 	}
 	sent := time.Now()
-	res, err := a.acquireAs(ctx, id, 0, w)
+	call := a.call(id, 0, w)
+	call.pending = id != "" // until acknowledged: see claim
+	res, err := a.res.acquire(ctx, call)
 	if err != nil {
 		return nil, 0, a.failed(ctx, err, id, w)
 	}
 	if !res.Acquired {
+		a.res.settle(id)
 		if w.ID != "" {
 			a.queuedAt = sent
 		}
@@ -211,7 +213,7 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 	case res.HoldCount > 1:
 		kind = Reentered // a given owner (WithOwner's) held it already
 	}
-	return a.claim(ctx, holdGrant{id: res.HoldID(), token: res.Token}, sent, a.lease, kind)
+	return a.claim(ctx, holdGrant{id: res.HoldID(), token: res.Token, request: id}, sent, a.lease, kind)
 }
 
 // claim turns acquired hold g, which Redis keeps for at least lease from
@@ -222,13 +224,13 @@ func (a *attempt) try(ctx context.Context, w reentrant.Waiter) (*handle, time.Du
 // so a wait goes on at once.
 //
 // A grant counts only once replicas have acknowledged it (see
-// WithReplicaAcks): one that is not is given back, and claim returns
-// ErrNotObtained with the reason.
+// WithReplicaAcks): one that is not is given back (see unacknowledged),
+// and claim returns ErrNotObtained with the reason.
 func (a *attempt) claim(ctx context.Context, g holdGrant, sent time.Time, lease time.Duration, kind AcquireKind) (*handle, time.Duration, error) {
 	if err := a.c.acks.replicated(ctx, a.res.id().key); err != nil {
-		back := a.back(g) // a release by hold ID and owner: a no-op where the grant is not
-		return nil, 0, a.notReplicated(ctx, err, func(ctx context.Context) { _ = untilAnswered(ctx, back) })
+		return nil, 0, a.notReplicated(ctx, err, a.unacknowledged(g))
 	}
+	a.res.settle(g.request)
 	l, err := a.c.adopt(a, g, sent, lease, kind)
 	switch {
 	case err == nil:
@@ -258,8 +260,13 @@ var (
 // if not 0, as waiter w if w has an ID. A new owner needs no request ID:
 // any hold it has is this call's own.
 func (a *attempt) acquireAs(ctx context.Context, requestID string, hold uint64, w reentrant.Waiter) (reentrant.AcquireResult, error) {
-	return a.res.acquire(ctx, acquireCall{owner: a.owner, newOwner: a.newOwner, requestID: requestID,
-		lease: a.lease, hold: hold, reentry: a.via != nil, waiter: w})
+	return a.res.acquire(ctx, a.call(requestID, hold, w))
+}
+
+// call is the acquire call acquireAs makes.
+func (a *attempt) call(requestID string, hold uint64, w reentrant.Waiter) acquireCall {
+	return acquireCall{owner: a.owner, newOwner: a.newOwner, requestID: requestID,
+		lease: a.lease, hold: hold, reentry: a.via != nil, waiter: w}
 }
 
 // waitError is err, from the hub or the caller's ctx, in the caller's
@@ -310,6 +317,21 @@ func (a *attempt) notReplicated(ctx context.Context, err error, giveBack func(co
 		return a.notObtained(ctx.Err())
 	}
 	return &lockError{sentinel: ErrNotObtained, name: a.res.name(), what: "not obtained", cause: err}
+}
+
+// unacknowledged is the give-back of grant g, which replicas did not
+// acknowledge. It may land on a replica promoted meanwhile, without g,
+// where g's owner may hold the resource all the same: a given owner's
+// acquire may have re-entered a hold of it, whose count a release would
+// take there. So an acquire with a request ID is undone by a replay of
+// it, which runs it first where it never ran (and settles it); any other
+// grant is a new owner's or a message's, given back by hold ID and owner
+// (see back): a no-op where the grant is not.
+func (a *attempt) unacknowledged(g holdGrant) func(context.Context) {
+	if g.request != "" {
+		return func(ctx context.Context) { a.undo(ctx, g.request) }
+	}
+	return a.backRetrying(g)
 }
 
 // isServerReply reports whether err is an error reply from Redis, which

@@ -33,7 +33,7 @@ func TestAttackAcksUnacknowledgedConfirmation(t *testing.T) {
 	replica, relay := redistest.StartLaggingReplica(t, srv)
 	h := atkUnacked(t, srv)
 	w := atkClient(t, srv, rlock.WithLivenessKeys(), rlock.WithLivenessTTL(atkLiveness),
-		rlock.WithReplicaAcks(1, 3*time.Second))
+		rlock.WithReplicaAcks(1, atkAckTimeout))
 	const name = "confirm"
 	l, err := h.Lock(ctx, name)
 	if err != nil {
@@ -47,9 +47,13 @@ func TestAttackAcksUnacknowledgedConfirmation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// W's acknowledgement (its SET, then WAIT's GETACK) is in the held
-	// stream once the relay holds the GETACK; a fixed 150 ms sleep let the
-	// relay hold again before it under CI load, and W's grant failed
-	// unacknowledged.
+	// stream once the relay holds the GETACK. A fixed 150 ms sleep here
+	// released the relay, and held again, before W's SET and GETACK came
+	// under CI load: they were held for good, and W's grant failed with
+	// "0 of 1 replicas acknowledged within 1s", whatever the timeout.
+	// Released on the GETACK, the replica acknowledges one relay hop
+	// later: the suite's atkAckTimeout covers that, as for every other
+	// running replica, and a wider timeout would hide no other cause.
 	atkAwait(t, "W waits for the grant's acknowledgement", func() bool { return relay.Holds("GETACK") })
 	relay.Release()
 	relay.Hold()

@@ -71,10 +71,47 @@ func TestAttackAcksDefaultFollowsTheFailover(t *testing.T) {
 // by is not.
 func TestAttackAcksSetSizeLostInAFailover(t *testing.T) {
 	ctx := atkCtx(t)
+	_, a := atkSetSizeHeldBack(t)
+	// Unacknowledged, the size must not be confirmed: a failover would
+	// lose it, and two permits would be held under a size confirmed as 1.
+	err := a.Semaphore(atkPool, 2).SetSize(ctx, 1)
+	if !errors.Is(err, rlock.ErrNotReplicated) {
+		t.Fatalf("SetSize with no replica acknowledging it: got %v, want ErrNotReplicated", err)
+	}
+}
+
+// The control of TestAttackAcksSetSizeLostInAFailover: the same sequence
+// with acknowledgements off confirms the size of 1, and after the failover
+// two Acquires of 1 hold at once. If they do not, the attack tests nothing.
+func TestSetSizeLostInAFailoverWithoutAcks(t *testing.T) {
+	ctx := atkCtx(t)
+	s, a := atkSetSizeHeldBack(t, rlock.WithReplicaAcks(0, 0))
+	if err := a.Semaphore(atkPool, 2).SetSize(ctx, 1); err != nil {
+		t.Fatalf("SetSize, unacknowledged: %v", err)
+	}
+	atkLoseTheMaster(s)
+	b := atkSentinelClient(t, s, rlock.WithReplicaAcks(0, 0))
+	for i := range 2 {
+		p, err := b.Semaphore(atkPool, 1).TryAcquire(ctx, 1, rlock.WaitAtMost(time.Second))
+		if err != nil {
+			t.Fatalf("Acquire %d of 1 on the promoted replica: %v; want the size of 2 the failover kept", i+1, err)
+		}
+		defer p.Release(ctx)
+	}
+}
+
+// atkPool is the semaphore of the SetSize attack.
+const atkPool = "pool"
+
+// atkSetSizeHeldBack starts a Sentinel whose replica lags and a Client
+// with opts on it, which has stored atkPool's size of 2 on both; the relay
+// then holds the replica's stream.
+func atkSetSizeHeldBack(t *testing.T, opts ...rlock.Option) (*redistest.Sentinel, *rlock.Client) {
+	t.Helper()
+	ctx := atkCtx(t)
 	s := redistest.StartSentinel(t, redistest.WithLaggingReplica())
-	a := atkSentinelClient(t, s)
-	const name = "pool"
-	p, err := a.Semaphore(name, 2).Acquire(ctx, 1)
+	a := atkSentinelClient(t, s, opts...)
+	p, err := a.Semaphore(atkPool, 2).Acquire(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +119,5 @@ func TestAttackAcksSetSizeLostInAFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Relay.Hold()
-	// Unacknowledged, the size must not be confirmed: a failover would
-	// lose it, and two permits would be held under a size confirmed as 1.
-	err = a.Semaphore(name, 2).SetSize(ctx, 1)
-	if !errors.Is(err, rlock.ErrNotReplicated) {
-		t.Fatalf("SetSize with no replica acknowledging it: got %v, want ErrNotReplicated", err)
-	}
+	return s, a
 }

@@ -127,10 +127,21 @@ func TestAttackAcksFailoverDuringHandOffAck(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // B is in its acknowledgement wait
+	// B is in its acknowledgement wait once the relay holds WAIT's GETACK:
+	// a fixed sleep could kill the master before B's grant reached it.
+	atkAwait(t, "B waits for the grant's acknowledgement", func() bool { return s.Relay.Holds("GETACK") })
 	atkLoseTheMaster(s)
 	r := atkAwaitTaken(t, got, "B's Lock")
 	t.Logf("B's Lock returned %v after A's release: %v", r.at.Sub(released), r.err)
+	// The relay dropped B's grant and the SET its WAIT waited for: no
+	// handle B could return is of a grant the promoted replica has. Its
+	// cut-off after the reconnect (checkHolds) would end one before C's
+	// grant below, so only this says the acknowledgement refused it.
+	if r.err == nil {
+		t.Error("B's Lock returned a handle of a grant the promoted replica lacks")
+	} else if !errors.Is(r.err, rlock.ErrNotObtained) {
+		t.Errorf("B's Lock: got %v, want ErrNotObtained", r.err)
+	}
 	var bEnded <-chan time.Time
 	if r.err == nil {
 		defer r.end()
@@ -182,6 +193,8 @@ func atkRequestedFailoverDuringAck(t *testing.T, handOff bool) {
 			t.Fatal(err)
 		}
 		release = func() error { return l.Unlock(ctx) }
+	} else {
+		s.Relay.Hold() // before W's acquire, whose WAIT could end unheld
 	}
 	got := atkGo(ctx, func() (*rlock.Lock, error) { return w.Lock(ctx, name) })
 	if handOff {
@@ -190,10 +203,10 @@ func atkRequestedFailoverDuringAck(t *testing.T, handOff bool) {
 		if err := release(); err != nil {
 			t.Fatal(err)
 		}
-	} else {
-		s.Relay.Hold()
 	}
-	time.Sleep(200 * time.Millisecond) // W is in its acknowledgement wait
+	// W is in its acknowledgement wait once the relay holds WAIT's GETACK:
+	// a fixed sleep could fail over before W's grant, or after its WAIT.
+	atkAwait(t, "W waits for the grant's acknowledgement", func() bool { return s.Relay.Holds("GETACK") })
 	s.Failover()
 	s.Relay.Drop()
 	r := atkAwaitTaken(t, got, "W's Lock")

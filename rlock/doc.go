@@ -104,12 +104,18 @@
 // ErrNotReplicated; a renewal not acknowledged moves no validity. The
 // give-back retries until Redis answers, so it may land on a replica
 // promoted meanwhile, which never had the grant: it must be a no-op
-// there. A re-entry's is a replay of the re-entry by its request ID, then
-// a release of one count (a plain release would take the outer hold's
-// count). A grant's is a release by hold ID and owner: a no-op there,
-// but for one gap not closed yet: a call of the same given owner
-// (WithOwner) granted there meanwhile may get the lost grant's hold ID
-// again, as the replica's hold-ID counter lost it too. A release
+// there. An acquire with a request ID (a re-entry, or a given owner's
+// acquire, which may have re-entered a hold of the owner) is given back
+// by a replay of it by its request ID, then a release of one count: where
+// it never ran the replay runs it first, so the release never takes the
+// count of the hold it re-entered. In Redisson's format the latch that
+// replays it is kept until the acknowledgement is settled (acquireCall's
+// pending), not dropped once the reply is in. Any other grant (a new
+// owner's, a message's) is given back by a release by hold ID and owner:
+// a no-op there, but for one gap not closed yet: for a message's grant to
+// a given owner (WithOwner), a call of the same owner granted there
+// meanwhile may get the lost grant's hold ID again, as the replica's
+// hold-ID counter lost it too. A release
 // needs none: one lost in a failover costs a stall of at most one lease.
 //
 // Checking after a reconnect. When a pub/sub connection of the client is

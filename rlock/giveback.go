@@ -167,8 +167,14 @@ func (a *attempt) giveBack(ctx context.Context, g holdGrant) {
 // giveBackLater gives back grant g in the background, retrying while
 // Redis is unreachable, for up to the lease.
 func (a *attempt) giveBackLater(g holdGrant) {
+	a.c.background.run(a.lease, a.backRetrying(g))
+}
+
+// backRetrying is the give-back of grant g (see back), tried until Redis
+// answers or its ctx ends.
+func (a *attempt) backRetrying(g holdGrant) func(context.Context) {
 	back := a.back(g)
-	a.c.background.run(a.lease, func(ctx context.Context) { _ = untilAnswered(ctx, back) })
+	return func(ctx context.Context) { _ = untilAnswered(ctx, back) }
 }
 
 // back is one try of the give-back of grant g, the one way for how it was

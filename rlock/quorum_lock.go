@@ -57,6 +57,10 @@ func (r *quorumLock) name() string { return r.nodes[0].name() }
 // (subscribed.grants is false), never as a grant.
 func (r *quorumLock) claims(reentrant.Grant) bool { return false }
 
+// settle has nothing to end: each node's request key keeps a request's
+// result for its own TTL, as in baton's format.
+func (r *quorumLock) settle(string) {}
+
 func (r *quorumLock) waiter(id, _ string) reentrant.Waiter { return reentrant.Waiter{ID: id} }
 
 // aliveTTL is the shortest of the nodes', so that a waiter's looks keep

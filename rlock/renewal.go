@@ -114,7 +114,7 @@ func (c *Client) renew(ctx context.Context, batch []*hold) []error {
 // replicas, one acknowledgement per master, and records in errs why one
 // was not.
 func (c *Client) acknowledge(ctx context.Context, batch []*hold, errs []error) {
-	if c.acks == nil {
+	if c.acks == nil || c.acks.off.Load() {
 		return
 	}
 	byMaster := map[string]error{} // a master's address → its acknowledgement's error
@@ -123,11 +123,11 @@ func (c *Client) acknowledge(ctx context.Context, batch []*hold, errs []error) {
 			continue
 		}
 		key := h.res.id().key
-		_, addr, err := c.acks.master(ctx, key)
+		node, addr, err := c.acks.master(ctx, key)
 		if err == nil {
 			var done bool
 			if err, done = byMaster[addr]; !done {
-				err = c.acks.replicated(ctx, key)
+				err = c.acks.replicatedAt(ctx, node, addr, key)
 				byMaster[addr] = err
 			}
 		}

@@ -52,6 +52,10 @@ type resource interface {
 	// renew makes sure owner's hold of ID id has at least lease left, and
 	// reports whether owner still held it.
 	renew(ctx context.Context, owner string, id uint64, lease time.Duration) (bool, error)
+	// settle ends the replay of acquire requestID, made pending (see
+	// acquireCall.pending): no resend or undo of it will come. It sends
+	// nothing on the caller's time.
+	settle(requestID string)
 }
 
 // batonResource is a resource in baton's own format, whose holds the
@@ -103,6 +107,10 @@ type acquireCall struct {
 	hold      uint64           // not 0: re-enter only the hold of this ID
 	reentry   bool             // a re-entry through a handle (where holds have no token)
 	waiter    reentrant.Waiter // with an ID: queue as it, or look for its grant
+	// pending: the call may yet be undone by a replay under requestID
+	// after its reply is in (a re-entry awaiting its acknowledgement), so
+	// what replays it must last until settle, not only until the reply.
+	pending bool
 }
 
 // plainLock is the plain reentrant lock: a hash of owner → hold count
@@ -188,6 +196,10 @@ func (b batonScripts) acquire(ctx context.Context, call acquireCall) (reentrant.
 	}
 	return b.scripts.Acquire(ctx, b.rdb, call.owner, call.requestID, call.lease, call.hold, call.waiter)
 }
+
+// settle has nothing to end: baton's request key keeps a request's result
+// for its own TTL (RequestTTL), whether or not a replay comes.
+func (b batonScripts) settle(string) {}
 
 func (b batonScripts) release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error) {
 	return b.scripts.Release(ctx, b.rdb, owner, id, requestID)

@@ -64,11 +64,13 @@ func (t *holdTable) close() []*hold {
 }
 
 // holdGrant is a hold an acquire's reply or a grant message granted: its
-// ID in Redis and its token, and the waiter a message granted it to (none
-// for a reply).
+// ID in Redis and its token, the waiter a message granted it to (none
+// for a reply), and the request ID of the acquire whose reply granted it
+// (none for a message, or a new owner's acquire).
 type holdGrant struct {
 	id, token uint64
 	to        reentrant.Waiter
+	request   string
 }
 
 // adopt turns an acquire of a's sent at sent, which granted hold g for at

@@ -155,7 +155,8 @@ func (w *wireLock) field(owner string) (reentrant.RedissonField, error) {
 // through another client or a Java thread sharing it, or a re-entry) runs
 // under its request ID's latch, so that a resend, or the undo of a call
 // given up, replays the first run instead of counting again; the latch's
-// DEL goes out in the background once the reply is in. A re-entry through
+// DEL goes out in the background once the reply is in, or, for a pending
+// call, once it is settled. A re-entry through
 // a handle never takes a lock its hold has lost (HoldGone).
 func (w *wireLock) acquire(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	f, err := w.field(call.owner)
@@ -171,10 +172,18 @@ func (w *wireLock) acquire(ctx context.Context, call acquireCall) (reentrant.Acq
 	default:
 		r, err = w.keys.Acquire(ctx, w.rdb, f, call.requestID, call.lease)
 	}
-	if err == nil && call.requestID != "" {
+	if err == nil && call.requestID != "" && !call.pending {
 		w.dropLatch(call.requestID)
 	}
 	return reentrant.AcquireResult{Acquired: r.Acquired, HolderTTL: r.HolderTTL, HoldGone: r.HoldGone}, err
+}
+
+// settle drops the latch of pending acquire requestID (see dropLatch);
+// there is none without a request ID.
+func (w *wireLock) settle(requestID string) {
+	if requestID != "" {
+		w.dropLatch(requestID)
+	}
 }
 
 // dropLatch deletes requestID's latch in the background, once the call's
