@@ -80,160 +80,120 @@ func TestAttackLockSetShorterLeaseReentry(t *testing.T) {
 	}
 }
 
-// TestAttackLockSetLeaseRunsOutWhileWaiting: a set WithLease holds its first
-// member and waits for the second longer than the lease; Redis frees the
-// first, another client takes it. The set must not come back with a live
-// Context covering it.
-func TestAttackLockSetLeaseRunsOutWhileWaiting(t *testing.T) {
+// atkSetLoss is how a set's first member is lost while the set waits for
+// its second: "lease" (the set WithLease waits longer than it), "force"
+// (its own client force-unlocks it), "restart" (Redis restarts empty).
+var atkSetLoss = []string{"lease", "force", "restart"}
+
+// atkSetLost is what atkLoseWhileWaiting saw.
+type atkSetLost struct {
+	s       *rlock.LockSet
+	err     error
+	ended   error           // the set's Context's cause as LockAll returned
+	other   context.Context // the other client's hold of the first member
+	first   string
+	cleanup func()
+}
+
+// atkLoseWhileWaiting: X holds the set's second member (canonical order);
+// the set takes the first and waits for the second; the first is lost (how)
+// and another client takes it; X unlocks. It returns the set's outcome.
+func atkLoseWhileWaiting(t *testing.T, how string) atkSetLost {
 	ctx := atkCtx(t)
 	srv := redistest.Start(t)
 	c, x, y := atkClient(t, srv), atkClient(t, srv), atkClient(t, srv)
-	names := []string{"slw-a", "slw-b"}
-	probe, err := c.LockAll(ctx, names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	order := probe.Names()
-	if err := probe.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	order := atkSetOrder(t, ctx, c, []string{"sl-a", "sl-b"})
 	first, second := order[0], order[1]
 	xl, err := x.Lock(ctx, second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type res struct {
-		s   *rlock.LockSet
-		err error
+	var opts []rlock.LockOption
+	if how == "lease" {
+		opts = append(opts, rlock.WithLease(200*time.Millisecond))
 	}
-	got := make(chan res, 1)
+	got := make(chan atkSetLost, 1)
 	go func() {
-		s, err := c.LockAll(ctx, names, rlock.WithLease(200*time.Millisecond))
-		got <- res{s, err}
+		s, err := c.LockAll(ctx, order, opts...)
+		r := atkSetLost{s: s, err: err, first: first}
+		if err == nil {
+			r.ended = context.Cause(s.Context())
+		}
+		got <- r
 	}()
 	atkWaitLen(t, srv.Admin(), "baton:{"+second+"}:queue", 1)
+	switch how {
+	case "force":
+		if n, err := c.ForceUnlock(ctx, first); err != nil || n != 1 {
+			t.Fatalf("ForceUnlock(%s) = %d, %v", first, n, err)
+		}
+	case "restart":
+		srv.Restart()
+	}
 	var yl *rlock.Lock
 	atkAwait(t, "another client takes "+first, func() bool {
 		l, err := y.TryLock(ctx, first)
 		yl = l
 		return err == nil
 	})
-	defer yl.Unlock(ctx)
-	if err := xl.Unlock(ctx); err != nil {
-		t.Fatal(err)
+	if how != "restart" {
+		if err := xl.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r := atkWithin(t, got, "the set's return")
-	if r.err != nil {
-		t.Logf("the set failed: %v", r.err)
-		return
+	r.other = yl.Context()
+	r.cleanup = func() {
+		yl.Unlock(ctx)
+		if r.s != nil {
+			r.s.Unlock(ctx)
+		}
 	}
-	defer r.s.Unlock(ctx)
-	if r.s.Context().Err() == nil && yl.Context().Err() == nil {
-		t.Fatalf("two holders of %q: the set returned with a live Context while another client holds it", first)
+	return r
+}
+
+// TestAttackLockSetMemberLostWhileWaiting: a set's first member is lost
+// while it waits for its second (its lease runs out, its own client
+// force-unlocks it, Redis restarts empty), and another client takes it.
+// The set never comes back with a live Context covering it beside the
+// other client's hold.
+func TestAttackLockSetMemberLostWhileWaiting(t *testing.T) {
+	for _, how := range atkSetLoss {
+		t.Run(how, func(t *testing.T) {
+			r := atkLoseWhileWaiting(t, how)
+			defer r.cleanup()
+			if r.err != nil {
+				return
+			}
+			// After a restart, the client checks its holds one round
+			// trip after its reconnect.
+			atkAwait(t, "the set's Context or the other hold ends", func() bool {
+				return r.s.Context().Err() != nil || r.other.Err() != nil
+			})
+		})
 	}
 }
 
-// TestAttackLockSetMemberForceUnlockedWhileWaiting: this client force-unlocks
-// the member a waiting set already holds; another client takes it; the
-// set, granted its last member, must not return a live Context covering it.
-func TestAttackLockSetMemberForceUnlockedWhileWaiting(t *testing.T) {
-	ctx := atkCtx(t)
-	srv := redistest.Start(t)
-	c, x, y := atkClient(t, srv), atkClient(t, srv), atkClient(t, srv)
-	names := []string{"sfu-a", "sfu-b"}
-	probe, err := c.LockAll(ctx, names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	order := probe.Names()
-	if err := probe.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	first, second := order[0], order[1]
-	xl, err := x.Lock(ctx, second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type res struct {
-		s   *rlock.LockSet
-		err error
-	}
-	got := make(chan res, 1)
-	go func() {
-		s, err := c.LockAll(ctx, names)
-		got <- res{s, err}
-	}()
-	atkWaitLen(t, srv.Admin(), "baton:{"+second+"}:queue", 1)
-	if n, err := c.ForceUnlock(ctx, first); err != nil || n != 1 {
-		t.Fatalf("ForceUnlock(%s) = %d, %v", first, n, err)
-	}
-	yl, err := y.TryLock(ctx, first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer yl.Unlock(ctx)
-	if err := xl.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := atkWithin(t, got, "the set's return")
-	if r.err != nil {
-		t.Logf("the set failed: %v", r.err)
-		return
-	}
-	defer r.s.Unlock(ctx)
-	if r.s.Context().Err() == nil {
-		t.Fatalf("two holders of %q: the set returned with a live Context while another client holds it", first)
-	}
-}
-
-// TestAttackLockSetRestartWhileWaiting: Redis restarts empty while a set holds
-// its first member and waits for its second; another client takes the
-// first. The set must not come back with a live Context covering it.
-func TestAttackLockSetRestartWhileWaiting(t *testing.T) {
-	ctx := atkCtx(t)
-	srv := redistest.Start(t)
-	c, x, y := atkClient(t, srv), atkClient(t, srv), atkClient(t, srv)
-	names := []string{"srw-a", "srw-b"}
-	probe, err := c.LockAll(ctx, names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	order := probe.Names()
-	if err := probe.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	first, second := order[0], order[1]
-	if _, err := x.Lock(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	type res struct {
-		s   *rlock.LockSet
-		err error
-	}
-	got := make(chan res, 1)
-	go func() {
-		s, err := c.LockAll(ctx, names)
-		got <- res{s, err}
-	}()
-	atkWaitLen(t, srv.Admin(), "baton:{"+second+"}:queue", 1)
-	srv.Restart()
-	var yl *rlock.Lock
-	atkAwait(t, "another client takes "+first, func() bool {
-		l, err := y.TryLock(ctx, first)
-		yl = l
-		return err == nil
-	})
-	defer yl.Unlock(ctx)
-	r := atkWithin(t, got, "the set's return")
-	if r.err != nil {
-		t.Logf("the set failed: %v", r.err)
-		return
-	}
-	defer r.s.Unlock(ctx)
-	// The client checks its holds one round trip after its reconnect.
-	time.Sleep(200 * time.Millisecond)
-	if r.s.Context().Err() == nil && yl.Context().Err() == nil {
-		t.Fatalf("two holders of %q: the set holds it with a live Context, and so does another client", first)
+// TestAttackLockSetReturnsLostMember: the same sequences (lease, force);
+// LockAll takes
+// every lock "all or nothing", and a call that fails holds nothing. Here
+// it returns nil, a set whose Context has already ended as it returns: it
+// never held its first member and its second at once, since another
+// client held the first when the second was granted.
+func TestAttackLockSetReturnsLostMember(t *testing.T) {
+	t.Skip("finding 2: LockAll returns success with a set that lost a member while it waited (lease, force); fails on a578abb")
+	// "restart" is left out: there the client's check after its reconnect
+	// races the set's return (2 of 6 runs returned an ended set), which
+	// TestAttackLockSetMemberLostWhileWaiting bounds.
+	for _, how := range atkSetLoss[:2] {
+		t.Run(how, func(t *testing.T) {
+			r := atkLoseWhileWaiting(t, how)
+			defer r.cleanup()
+			if r.err == nil && r.ended != nil {
+				t.Errorf("LockAll returned nil with a set already ended (%v) while another client holds %s (Context live: %v): all or nothing broken",
+					r.ended, r.first, r.other.Err() == nil)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ package rlock_test
 // Client.
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -157,3 +158,116 @@ func TestAttackLockSetOtherClientsHandle(t *testing.T) {
 		t.Fatal("a set on another Client re-entered a hold through a handle of the first")
 	}
 }
+
+// TestAttackLockSetTurnAfterSetUnlock: r1 and r2 re-enter a member through
+// the set's Context, r2 waiting for r1's turn; the set unlocks, then r1:
+// the hold is released, so r2 must not come back holding it. r2's ctx
+// carries the set's handles but not its end (context.WithoutCancel).
+func TestAttackLockSetTurnAfterSetUnlock(t *testing.T) {
+	for _, second := range []string{"Lock", "LockAll"} {
+		t.Run(second, func(t *testing.T) {
+			ctx := atkCtx(t)
+			srv := redistest.Start(t)
+			c, other := atkClient(t, srv), atkClient(t, srv)
+			s, err := c.LockAll(ctx, []string{"tu-a", "tu-b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r1, err := c.Lock(s.Context(), "tu-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			type res struct {
+				ctx context.Context
+				err error
+			}
+			got := make(chan res, 1)
+			via := context.WithoutCancel(s.Context())
+			go func() {
+				if second == "Lock" {
+					l, err := c.Lock(via, "tu-a", rlock.WaitAtMost(3*time.Second))
+					if err != nil {
+						got <- res{nil, err}
+						return
+					}
+					got <- res{l.Context(), nil}
+					return
+				}
+				set, err := c.LockAll(via, []string{"tu-a", "tu-c"}, rlock.WaitAtMost(3*time.Second))
+				if err != nil {
+					got <- res{nil, err}
+					return
+				}
+				got <- res{set.Context(), nil}
+			}()
+			time.Sleep(50 * time.Millisecond)
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := r1.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := atkWithin(t, got, "the second re-entry's return")
+			if r.err != nil {
+				t.Logf("the second re-entry was refused: %v", r.err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			atkSetNoSecondHolder(t, ctx, r.ctx, other, "tu-a")
+		})
+	}
+}
+
+// TestAttackLockSetThroughLaterMemberDeadlocks: G1 holds the set's second
+// name (canonical order) and takes the set through that handle's Context,
+// so it waits for the first name holding the second; G2's plain set holds
+// the first and waits for the second. README promises that "sets and
+// single locks cannot deadlock": here two sets wait for each other, and
+// neither returns while both wait (up to their ctx).
+func TestAttackLockSetThroughLaterMemberDeadlocks(t *testing.T) {
+	t.Skip("finding 1: a set through a held handle of a later member deadlocks with a plain set; fails on a578abb")
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	c1, c2 := atkClient(t, srv), atkClient(t, srv)
+	order := atkSetOrder(t, ctx, c1, []string{"dl-a", "dl-b"})
+	l, err := c1.Lock(ctx, order[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	wait, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 2)
+	go func() {
+		s, err := c2.LockAll(wait, order)
+		if err == nil {
+			s.Unlock(ctx)
+		}
+		done <- err
+	}()
+	atkWaitLen(t, srv.Admin(), "baton:{"+order[1]+"}:queue", 1)
+	go func() {
+		s2, err := c1.LockAll(atkValuesOf{Context: wait, values: l.Context()}, order)
+		if err == nil {
+			s2.Unlock(ctx)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Logf("a set returned: %v", err)
+	case <-time.After(2 * time.Second):
+		cancel()
+		t.Fatalf("deadlock: G2's set holds %s and waits for %s, which G1 holds and whose set through its handle waits for %s; neither returned in 2s",
+			order[0], order[1], order[0])
+	}
+}
+
+// atkValuesOf is a ctx that ends with Context and carries the values
+// (handles) of values.
+type atkValuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (v atkValuesOf) Value(key any) any { return v.values.Value(key) }
