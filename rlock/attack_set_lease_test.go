@@ -207,3 +207,33 @@ func atkWithin[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 	panic("unreachable")
 }
+
+// TestAttackLockSetLongerReentryInsideShortSet: a Lock re-entering a member
+// of a set WithLease(300ms) through the set's Context, with a longer lease
+// (fixed 5 s, or the watchdog's): Redis keeps the member as long as the
+// re-entry's Context lives.
+func TestAttackLockSetLongerReentryInsideShortSet(t *testing.T) {
+	for _, inner := range []string{"fixed 5s", "watchdog"} {
+		t.Run(inner, func(t *testing.T) {
+			ctx := atkCtx(t)
+			srv := redistest.Start(t)
+			c, other := atkClient(t, srv), atkClient(t, srv)
+			s, err := c.LockAll(ctx, []string{"lr-a", "lr-b"}, rlock.WithLease(300*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Unlock(ctx)
+			var opts []rlock.LockOption
+			if inner == "fixed 5s" {
+				opts = append(opts, rlock.WithLease(5*time.Second))
+			}
+			l, err := c.Lock(s.Context(), "lr-a", opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Unlock(ctx)
+			time.Sleep(600 * time.Millisecond)
+			atkSetNoSecondHolder(t, ctx, l.Context(), other, "lr-a")
+		})
+	}
+}
