@@ -271,3 +271,77 @@ type atkValuesOf struct {
 }
 
 func (v atkValuesOf) Value(key any) any { return v.values.Value(key) }
+
+// TestAttackLockSetMemberUnlockedAlone: FromContext(set.Context()) is the
+// last member's handle, a *Lock the caller can unlock on its own. The
+// set's Context then ends, and the set's Unlock still frees every member.
+func TestAttackLockSetMemberUnlockedAlone(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	c, other := atkClient(t, srv), atkClient(t, srv)
+	names := []string{"mu-a", "mu-b", "mu-c"}
+	s, err := c.LockAll(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := rlock.FromContext(s.Context())
+	if !ok {
+		t.Fatal("no Lock in the set's Context")
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.Context().Err() == nil {
+		t.Fatalf("the set's Context lives on without its member %s", l.Name())
+	}
+	t.Logf("the set's Unlock: %v", s.Unlock(ctx))
+	for _, name := range names {
+		m, err := other.TryLock(ctx, name)
+		if err != nil {
+			t.Fatalf("%s stayed held after the set's Unlock: %v", name, err)
+		}
+		m.Unlock(ctx)
+	}
+	atkSetNothingLeft(t, srv, "*{mu-*")
+}
+
+// TestAttackLockSetUnlockRacesLoss: the set's Unlock races its own client's
+// ForceUnlock of a member, after which another client takes it: the set's
+// release (by the member's token) never frees the other client's hold.
+func TestAttackLockSetUnlockRacesLoss(t *testing.T) {
+	ctx := atkCtx(t)
+	srv := redistest.Start(t)
+	c, y := atkClient(t, srv), atkClient(t, srv)
+	for i := 0; i < 20; i++ {
+		s, err := c.LockAll(ctx, []string{"ur-a", "ur-b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken := make(chan *rlock.Lock, 1)
+		go func() {
+			c.ForceUnlock(ctx, "ur-b")
+			l, err := y.TryLock(ctx, "ur-b")
+			if err != nil {
+				l = nil
+			}
+			taken <- l
+		}()
+		time.Sleep(time.Duration(i%5) * 100 * time.Microsecond)
+		uerr := s.Unlock(ctx)
+		l := <-taken
+		if l == nil {
+			continue
+		}
+		st, err := y.Inspect(ctx, "ur-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Holders[l.Owner()] != 1 || l.Context().Err() != nil {
+			t.Fatalf("round %d: the set's Unlock (%v) freed another client's hold of ur-b: holders %v", i, uerr, st.Holders)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	atkSetNothingLeft(t, srv, "*{ur-*")
+}
