@@ -13,6 +13,14 @@ import (
 	"github.com/batonlock/baton/rlock"
 )
 
+// atkSetPair is a test's ctx, a redis-server, the Client under attack and
+// another one.
+func atkSetPair(t *testing.T) (context.Context, *redistest.Server, *rlock.Client, *rlock.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	return atkCtx(t), srv, atkClient(t, srv), atkClient(t, srv)
+}
+
 // atkSetNoSecondHolder fails the test if name is taken by other while held
 // (a live Context) covers it: two holders.
 func atkSetNoSecondHolder(t *testing.T, ctx context.Context, held context.Context, other *rlock.Client, name string) {
@@ -27,56 +35,55 @@ func atkSetNoSecondHolder(t *testing.T, ctx context.Context, held context.Contex
 	}
 }
 
-// TestAttackLockSetShorterLeaseSharedOwner: a set WithLease taken by an owner
-// (WithOwner) that already holds a member with a longer lease must not
-// shorten that member's lease in Redis below the first handle's Context.
-func TestAttackLockSetShorterLeaseSharedOwner(t *testing.T) {
-	for _, first := range []string{"fixed 5s", "watchdog"} {
-		t.Run(first, func(t *testing.T) {
-			ctx := atkCtx(t)
-			srv := redistest.Start(t)
-			c, other := atkClient(t, srv), atkClient(t, srv)
-			owned := rlock.WithOwner(ctx, "shared-owner")
-			var opts []rlock.LockOption
-			if first == "fixed 5s" {
-				opts = append(opts, rlock.WithLease(5*time.Second))
-			}
-			l, err := c.Lock(owned, "sl-a", opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Unlock(ctx)
-			s, err := c.LockAll(owned, []string{"sl-a", "sl-b"}, rlock.WithLease(100*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Unlock(ctx)
-			time.Sleep(300 * time.Millisecond)
-			atkSetNoSecondHolder(t, ctx, l.Context(), other, "sl-a")
-		})
-	}
-}
-
-// TestAttackLockSetShorterLeaseReentry: the same through ctx: a set WithLease
-// that re-enters a member held with a longer lease through its handle.
-func TestAttackLockSetShorterLeaseReentry(t *testing.T) {
-	ctx := atkCtx(t)
-	srv := redistest.Start(t)
-	c, other := atkClient(t, srv), atkClient(t, srv)
-	l, err := c.Lock(ctx, "slr-a", rlock.WithLease(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock(ctx)
-	s, err := c.LockAll(l.Context(), []string{"slr-a", "slr-b"}, rlock.WithLease(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Unlock(ctx)
-	time.Sleep(300 * time.Millisecond)
-	atkSetNoSecondHolder(t, ctx, l.Context(), other, "slr-a")
-	if s.Context().Err() == nil {
-		t.Fatal("the set's Context outlived its 100ms lease")
+// TestAttackLockSetShortSetInsideLongerHold: a set WithLease(100ms) whose
+// first name's hold is already held longer (a fixed 5 s lease, or the
+// watchdog's), re-entered through the outer handle's Context or shared
+// through WithOwner: the set's Context ends at its own lease, its lease
+// never shortens the outer hold in Redis (nobody else can take the name
+// while the outer Context lives), and Redis frees the member it took
+// itself.
+func TestAttackLockSetShortSetInsideLongerHold(t *testing.T) {
+	for _, via := range []string{"ctx", "WithOwner"} {
+		for _, outer := range []string{"fixed 5s", "watchdog"} {
+			t.Run(via+"/"+outer, func(t *testing.T) {
+				ctx, _, c, other := atkSetPair(t)
+				lctx := ctx
+				if via == "WithOwner" {
+					lctx = rlock.WithOwner(ctx, "shared-owner")
+				}
+				var opts []rlock.LockOption
+				if outer == "fixed 5s" {
+					opts = append(opts, rlock.WithLease(5*time.Second))
+				}
+				l, err := c.Lock(lctx, "ss-a", opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Unlock(ctx)
+				sctx := l.Context()
+				if via == "WithOwner" {
+					sctx = lctx
+				}
+				s, err := c.LockAll(sctx, []string{"ss-a", "ss-b"}, rlock.WithLease(100*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Unlock(ctx)
+				atkAwait(t, "the set's Context ends at its lease", func() bool { return s.Context().Err() != nil })
+				atkAwait(t, "Redis frees ss-b", func() bool {
+					b, err := other.TryLock(ctx, "ss-b")
+					if err == nil {
+						b.Unlock(ctx)
+					}
+					return err == nil
+				})
+				time.Sleep(100 * time.Millisecond)
+				if err := l.Context().Err(); err != nil {
+					t.Fatalf("the outer hold ended with the nested set's lease: %v", context.Cause(l.Context()))
+				}
+				atkSetNoSecondHolder(t, ctx, l.Context(), other, "ss-a")
+			})
+		}
 	}
 }
 
@@ -215,9 +222,7 @@ func atkWithin[T any](t *testing.T, ch <-chan T, what string) T {
 func TestAttackLockSetLongerReentryInsideShortSet(t *testing.T) {
 	for _, inner := range []string{"fixed 5s", "watchdog"} {
 		t.Run(inner, func(t *testing.T) {
-			ctx := atkCtx(t)
-			srv := redistest.Start(t)
-			c, other := atkClient(t, srv), atkClient(t, srv)
+			ctx, _, c, other := atkSetPair(t)
 			s, err := c.LockAll(ctx, []string{"lr-a", "lr-b"}, rlock.WithLease(300*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)

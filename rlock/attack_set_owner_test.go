@@ -71,9 +71,7 @@ func TestAttackLockSetGiveBackKeepsSharedOwnersCount(t *testing.T) {
 // TestAttackLockSetUnlockKeepsSharedOwnersCount: owner O's set and O's
 // single Lock of a member; the set's Unlock leaves the single Lock's count.
 func TestAttackLockSetUnlockKeepsSharedOwnersCount(t *testing.T) {
-	ctx := atkCtx(t)
-	srv := redistest.Start(t)
-	c, other := atkClient(t, srv), atkClient(t, srv)
+	ctx, _, c, other := atkSetPair(t)
 	owned := rlock.WithOwner(ctx, "suo-owner")
 	s, err := c.LockAll(owned, []string{"suo-a", "suo-b"})
 	if err != nil {

@@ -49,9 +49,7 @@ func TestAttackLockSetTakesTurns(t *testing.T) {
 // TestAttackLockSetUnlockKeepsReentry: a re-entry of a member through the
 // set's Context keeps its Context, and the lock, after the set's Unlock.
 func TestAttackLockSetUnlockKeepsReentry(t *testing.T) {
-	ctx := atkCtx(t)
-	srv := redistest.Start(t)
-	c, other := atkClient(t, srv), atkClient(t, srv)
+	ctx, _, c, other := atkSetPair(t)
 	s, err := c.LockAll(ctx, []string{"su-a", "su-b"})
 	if err != nil {
 		t.Fatal(err)
@@ -81,9 +79,7 @@ func TestAttackLockSetUnlockKeepsReentry(t *testing.T) {
 // TestAttackLockSetOutlivesOuterHandle: a set that re-entered a member
 // through a handle keeps it after that handle's Unlock.
 func TestAttackLockSetOutlivesOuterHandle(t *testing.T) {
-	ctx := atkCtx(t)
-	srv := redistest.Start(t)
-	c, other := atkClient(t, srv), atkClient(t, srv)
+	ctx, _, c, other := atkSetPair(t)
 	l, err := c.Lock(ctx, "so-a")
 	if err != nil {
 		t.Fatal(err)
@@ -107,37 +103,6 @@ func TestAttackLockSetOutlivesOuterHandle(t *testing.T) {
 			t.Fatalf("%s stayed held after the set's Unlock: %v", name, err)
 		}
 	}
-}
-
-// TestAttackLockSetFixedLeaseInsideWatchdogHold: a set WithLease that
-// re-enters a watchdog hold ends its own Context at its lease and leaves
-// the outer hold alone; the member it took itself is freed by Redis.
-func TestAttackLockSetFixedLeaseInsideWatchdogHold(t *testing.T) {
-	ctx := atkCtx(t)
-	srv := redistest.Start(t)
-	c, other := atkClient(t, srv), atkClient(t, srv)
-	l, err := c.Lock(ctx, "sfw-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock(ctx)
-	s, err := c.LockAll(l.Context(), []string{"sfw-a", "sfw-b"}, rlock.WithLease(150*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	atkAwait(t, "the set's Context ends at its lease", func() bool { return s.Context().Err() != nil })
-	if l.Context().Err() != nil {
-		t.Fatalf("the outer watchdog hold ended with the nested set's lease: %v", l.Context().Err())
-	}
-	atkSetNoSecondHolder(t, ctx, l.Context(), other, "sfw-a")
-	atkAwait(t, "Redis frees sfw-b", func() bool {
-		b, err := other.TryLock(ctx, "sfw-b")
-		if err == nil {
-			b.Unlock(ctx)
-		}
-		return err == nil
-	})
-	s.Unlock(ctx)
 }
 
 // TestAttackLockSetOtherClientsHandle: a handle of another Client is no
@@ -166,9 +131,7 @@ func TestAttackLockSetOtherClientsHandle(t *testing.T) {
 func TestAttackLockSetTurnAfterSetUnlock(t *testing.T) {
 	for _, second := range []string{"Lock", "LockAll"} {
 		t.Run(second, func(t *testing.T) {
-			ctx := atkCtx(t)
-			srv := redistest.Start(t)
-			c, other := atkClient(t, srv), atkClient(t, srv)
+			ctx, _, c, other := atkSetPair(t)
 			s, err := c.LockAll(ctx, []string{"tu-a", "tu-b"})
 			if err != nil {
 				t.Fatal(err)
@@ -276,9 +239,7 @@ func (v atkValuesOf) Value(key any) any { return v.values.Value(key) }
 // last member's handle, a *Lock the caller can unlock on its own. The
 // set's Context then ends, and the set's Unlock still frees every member.
 func TestAttackLockSetMemberUnlockedAlone(t *testing.T) {
-	ctx := atkCtx(t)
-	srv := redistest.Start(t)
-	c, other := atkClient(t, srv), atkClient(t, srv)
+	ctx, srv, c, other := atkSetPair(t)
 	names := []string{"mu-a", "mu-b", "mu-c"}
 	s, err := c.LockAll(ctx, names)
 	if err != nil {
