@@ -156,7 +156,9 @@ func (t *setTake) one(p *plainLock, o callOwner) error {
 // line costs no round trip, a blocking call is a waiter beforehand, as
 // Lock's is, and the same script queues it at the member it stops at:
 // takeFree then waits for that member too. A call whose reply is lost may
-// have run: it is undone in the background (undoFree).
+// have run: it is undone as a clean-up the call waits for (undoFree,
+// cleanUpNow), so a failed call holds nothing and is queued nowhere when
+// it returns, as a failed Lock.
 func (t *setTake) takeFree(locks []*plainLock) (n int, stopped bool, err error) {
 	t.at = locks[0].name()
 	keys := make([]reentrant.Keys, len(locks))
@@ -179,7 +181,7 @@ func (t *setTake) takeFree(locks []*plainLock) (n int, stopped bool, err error) 
 		s.close()
 		if !isServerReply(err) {
 			w := s.waiter()
-			t.c.background.run(t.lease, func(ctx context.Context) { t.undoFree(ctx, locks, req, w) })
+			t.c.cleanUpNow(t.lease, func(ctx context.Context) { t.undoFree(ctx, locks, req, w) })
 		}
 		return 0, false, t.waitError(err)
 	}
