@@ -38,6 +38,14 @@ var (
 	// ErrInvalidOption: an option or argument is out of range.
 	ErrInvalidOption = errors.New("rlock: invalid option")
 
+	// ErrLockOrder: LockAll (or TryLockAll with WaitAtMost) through a ctx
+	// that holds a name of the set after, in the canonical order, a name it
+	// does not hold. The set would wait for the earlier name holding the
+	// later one, against the order every set keeps, and could deadlock with
+	// a set that holds the earlier name and waits for the later. Nothing
+	// was sent.
+	ErrLockOrder = errors.New("rlock: lock set against the canonical order")
+
 	// ErrInvalidLease: a lease (WithLease, WithWatchdogLease) is shorter
 	// than MinLease. It matches ErrInvalidOption.
 	ErrInvalidLease = fmt.Errorf("%w: lease too short", ErrInvalidOption)

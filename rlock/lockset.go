@@ -56,7 +56,15 @@ type LockSet struct {
 // cannot deadlock or livelock, and a waiting set is ahead of every later
 // call on the lock it waits for and on those it holds.
 //
-// Errors: ErrInvalidName for a bad name; ErrInvalidOption for no names,
+// A set that may wait (LockAll, TryLockAll with WaitAtMost) through a ctx
+// that holds some of its names must hold the first ones in the canonical
+// order: otherwise it would wait for an earlier name holding a later one,
+// and could deadlock with a set doing the opposite, so it is refused with
+// ErrLockOrder. Names held under a WithOwner owner outside ctx are not
+// seen by this rule: such an owner must keep the order itself.
+//
+// Errors: ErrInvalidName for a bad name; ErrLockOrder as above;
+// ErrInvalidOption for no names,
 // more than MaxLockSet, a bad option, or a client WithRedissonWire (also
 // matching errors.ErrUnsupported); ErrNotObtained also matching
 // ErrLockLost for a member found lost while the set waited for a later

@@ -23,6 +23,11 @@ func (c *Client) lockAll(ctx context.Context, names []string, opts []LockOption,
 		return nil, err
 	}
 	t := &setTake{c: c, caller: ctx, wait: ctx, lease: c.cfg.watchdogLease, cfg: lc, blocking: blocking || lc.waitIsSet}
+	if t.blocking {
+		if err := c.checkOrder(ctx, locks); err != nil {
+			return nil, err
+		}
+	}
 	if lc.leaseSet {
 		t.lease = lc.lease
 	}
@@ -50,6 +55,23 @@ func (c *Client) lockAll(ctx context.Context, names []string, opts []LockOption,
 		return nil, t.failure(err, lc.wait)
 	}
 	return &LockSet{c: c, members: t.taken, ctx: newSetContext(t.taken)}, nil
+}
+
+// checkOrder is nil unless ctx holds a name of locks (canonical order) after
+// one it does not hold: a set that may wait would then wait for the
+// earlier name holding the later (ErrLockOrder).
+func (c *Client) checkOrder(ctx context.Context, locks []*plainLock) error {
+	var free string
+	for _, p := range locks {
+		switch held := c.handleIn(ctx, p.keys.Hash) != nil; {
+		case !held && free == "":
+			free = p.name()
+		case held && free != "":
+			return &lockError{sentinel: ErrLockOrder, name: p.name(),
+				what: fmt.Sprintf("held through ctx, after %q, which is not", free)}
+		}
+	}
+	return nil
 }
 
 // setTake is one LockAll or TryLockAll call: what it has taken so far, in

@@ -193,3 +193,32 @@ func TestLockAllBadInput(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOption)
 	require.ErrorIs(t, err, errors.ErrUnsupported)
 }
+
+// TestLockAllAgainstOrder: a set that may wait, through a ctx holding a
+// later member than one it does not hold, is refused with ErrLockOrder
+// before anything is sent; a set that cannot wait (TryLockAll), or whose
+// held members come first, is not.
+func TestLockAllAgainstOrder(t *testing.T) {
+	ctx, srv := serve(t)
+	c := newClient(t, srv)
+	order := inOrder(t, c, "o-a", "o-b", "o-c")
+	l, err := c.Lock(ctx, order[1])
+	require.NoError(t, err)
+	_, err = c.LockAll(l.Context(), order)
+	require.ErrorIs(t, err, ErrLockOrder)
+	require.ErrorContains(t, err, order[0])
+	_, err = c.TryLockAll(l.Context(), order, WaitAtMost(time.Second))
+	require.ErrorIs(t, err, ErrLockOrder)
+	requireNothingLeft(ctx, t, c, admin(t, srv), order[0], order[2])
+	s, err := c.TryLockAll(l.Context(), order)
+	require.NoError(t, err, "a set that cannot wait cannot deadlock")
+	require.NoError(t, s.Unlock(ctx))
+	require.NoError(t, l.Unlock(ctx))
+
+	first, err := c.Lock(ctx, order[0])
+	require.NoError(t, err)
+	s, err = c.LockAll(first.Context(), order)
+	require.NoError(t, err, "held members first")
+	require.NoError(t, s.Unlock(ctx))
+	require.NoError(t, first.Unlock(ctx))
+}
