@@ -186,7 +186,7 @@ func TestLockSetFixedLease(t *testing.T) {
 	require.ErrorIs(t, context.Cause(s.Context()), ErrLockLost)
 	require.ErrorContains(t, context.Cause(s.Context()), `"fixed-`)
 	require.Zero(t, c.RenewalStats().Renewed)
-	_ = s.Unlock(ctx)
+	require.ErrorIs(t, s.Unlock(ctx), ErrLockLost, "a set whose fixed lease ran out")
 }
 
 // scriptCounter counts the script calls a Redis client sends.
