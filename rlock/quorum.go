@@ -10,7 +10,8 @@ import (
 
 var (
 	// ErrQuorumUnsupported: a call a Client made by NewQuorum does not
-	// support: RWLock's and Semaphore's calls, and, for NewQuorum itself,
+	// support: RWLock's and Semaphore's calls, lock sets (LockAll,
+	// TryLockAll, DoAll), and, for NewQuorum itself,
 	// WithRedissonWire and WithReplicaAcks.
 	ErrQuorumUnsupported = errors.New("rlock: not supported in quorum mode")
 
@@ -45,8 +46,9 @@ type quorum struct {
 // masters (any client New accepts), each taken on a majority of them
 // (⌊N/2⌋+1): it goes on working while a minority is down or paused. Its
 // Lock, TryLock, Do, Inspect, ForceUnlock, re-entry through a handle's
-// Context, Token and Context are those of a Client on one node; RWLock
-// and Semaphore calls fail with ErrQuorumUnsupported.
+// Context, Token and Context are those of a Client on one node; RWLock,
+// Semaphore and lock set (LockAll, TryLockAll, DoAll) calls fail with
+// ErrQuorumUnsupported.
 //
 // Tokens are strictly increasing from holder to holder, with no
 // assumption about the nodes' clocks, as long as no node loses its
