@@ -40,15 +40,32 @@
 // after a step backwards); tokens issued faster than the clock advances
 // put it ahead of the clock, for as long as the clock takes to catch up.
 //
+// Tokens end at MaxToken, 2^53-1 (2^53 µs is in the year 2255): the
+// scripts hold them in Lua numbers, doubles, exact only that far. Past it
+// a counter's next value rounds to the counter itself (tokens stop
+// rising), and near 2^63 it prints as -2^63 while the reply reads 2^63,
+// so the hold cannot be named by its token. So a script that would make a
+// token (or a shared resource's hold ID) past MaxToken fails instead,
+// with an error reply whose code is TOKENRANGE (ErrTokenOverflow), before
+// it writes anything that names the token: an acquire takes nothing, and
+// a release, leave or force-release that would hand the lock on fails,
+// its hold left to its lease. Only a counter set far ahead gets there;
+// the lock is then refused on that server until the counter is deleted by
+// hand, which gives up the order of the next tokens against the ones
+// already handed out.
+//
 // # Footprint
 //
-// No key baton writes lives forever. Each expires when nothing depends on
-// it any more: a lock's hash and a resource's holds with their leases, a
-// queue a waiter's lease after the last look of any of its waiters (a
-// waiter looks at least every third of its lease), request keys after
-// RequestTTL, liveness keys after AliveTTL, a semaphore's size two leases
-// after the last hold or waiter that depends on it, or after SetSize (see
-// Shared resources).
+// No key baton writes lives forever, but one: a fencing counter at the
+// end of the token range (MaxToken or above, a time after the year 2255)
+// that refused a new hold is put back as it was with no expiry, which it
+// would have outlived anyway (see Holds and tokens). Each other key
+// expires when nothing depends on it any more: a lock's hash and a
+// resource's holds with their leases, a queue a waiter's lease after the
+// last look of any of its waiters (a waiter looks at least every third of
+// its lease), request keys after RequestTTL, liveness keys after
+// AliveTTL, a semaphore's size two leases after the last hold or waiter
+// that depends on it, or after SetSize (see Shared resources).
 //
 // The fencing counter holding token t of a hold of lease L expires at t's
 // time plus 2L (in server ms, PXAT; fenceUntil in lua/token.lua). Every
@@ -90,6 +107,11 @@
 // that committed: its renewals, re-entries and release there name it by
 // T, with the scripts of one node. A node that did not commit is given
 // back (Raise, which tells whether it still holds, then release by T).
+//
+// A node whose counter is at the end of the token range (see Holds and
+// tokens) refuses round 1 with an error: it counts as failed, and the
+// others' majority may still grant. Round 2 never raises past MaxToken,
+// as T is one of the grants' tokens.
 //
 // When it counts. T is the hold's token once M nodes have committed it,
 // all their replies received before the validity: the first send of

@@ -16,14 +16,17 @@ var raiseScript = newScript(luaFiles("master.lua", "token.lua", "quorum_raise.lu
 // acquire or grant made under token from: quorum mode's second round (see
 // the package doc's Quorum mode). It reports whether owner still held the
 // lock under from (or to, for a resend); if not, nothing changed. to must
-// be at least from.
+// be at least from, and at most MaxToken (else ErrTokenOverflow).
 func (k Keys) Raise(ctx context.Context, rdb redis.Scripter, owner string, from, to uint64, lease time.Duration) (bool, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return false, err
 	}
-	if to < from {
+	switch {
+	case to < from:
 		return false, fmt.Errorf("reentrant: raise %q: token %d below %d", k.Name, to, from)
+	case to > MaxToken:
+		return false, fmt.Errorf("reentrant: raise %q: token %d: %w", k.Name, to, ErrTokenOverflow)
 	}
 	n, err := raiseScript.Run(ctx, rdb, []string{k.Hash, k.Fence}, owner, formatToken(from), formatToken(to), ms).Int64()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -116,13 +117,24 @@ func sharedScript(files ...string) *script {
 }
 
 // Run runs the script by EVALSHA (EVAL when the server has not cached it),
-// with its error located (see locate).
+// with its error located (see locate) and, when the script failed for a
+// reason the caller can act on, matching its sentinel (see typed).
 func (s *script) Run(ctx context.Context, rdb redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	cmd := s.Script.Run(ctx, rdb, keys, args...)
 	if err := cmd.Err(); err != nil {
-		cmd.SetErr(s.locate(err))
+		cmd.SetErr(typed(s.locate(err)))
 	}
 	return cmd
+}
+
+// typed is err, a script's error, also matching ErrTokenOverflow when the
+// script failed with token.lua's TOKENRANGE (tokenOverflow).
+func typed(err error) error {
+	var reply redis.Error
+	if errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "TOKENRANGE ") {
+		return fmt.Errorf("%w: %w", ErrTokenOverflow, err)
+	}
+	return err
 }
 
 // scriptLine is how Redis names a line of a script in its errors:

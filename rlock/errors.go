@@ -65,6 +65,18 @@ var (
 	// without +wait).
 	ErrReplicaAcksUnsupported = errors.New("rlock: server refuses WAIT, which replica acknowledgements need")
 
+	// ErrTokenOverflow: the lock's fencing counter on a server is at the
+	// end of the exact range of tokens (reentrant.MaxToken, 2^53-1 µs, in
+	// the year 2255), so no later hold can be made there. Lock and TryLock
+	// fail with it and take nothing; an Unlock, a waiter's leave or a
+	// ForceUnlock that would hand the lock to a waiter fails with it too,
+	// and the hold ends with its lease. It stays so until the counter is
+	// reset by hand. In quorum mode that node counts as failed, and a
+	// majority of the others still grants. It is reentrant's own sentinel,
+	// so every error of a refusing script matches it, whichever call
+	// returns it.
+	ErrTokenOverflow = reentrant.ErrTokenOverflow
+
 	// ErrUnsupportedClient: New was given a client other than a
 	// *redis.Client (a single node, or Sentinel through
 	// redis.NewFailoverClient) or a *redis.ClusterClient. A *redis.Ring, for

@@ -66,7 +66,8 @@ type LockSet struct {
 // Errors: ErrInvalidName for a bad name; ErrLockOrder as above;
 // ErrInvalidOption for no names,
 // more than MaxLockSet, a bad option, or a client WithRedissonWire (also
-// matching errors.ErrUnsupported); ErrNotObtained also matching
+// matching errors.ErrUnsupported); ErrQuorumUnsupported on a quorum's
+// Client (NewQuorum); ErrNotObtained also matching
 // ErrLockLost for a member found lost while the set waited for a later
 // one; otherwise as Lock's, naming the member.
 // A call that fails holds nothing and has left every queue when it
@@ -147,10 +148,14 @@ func canonical(locks []*plainLock) {
 // setLocks is the locks of names, once each, in the canonical order, or
 // the error that refuses them, before any call to Redis.
 func (c *Client) setLocks(names []string) ([]*plainLock, error) {
-	if c.wire != nil {
+	switch {
+	case c.wire != nil:
 		return nil, errWireSet
-	}
-	if len(names) == 0 {
+	case c.quorum != nil:
+		// A set's scripts take its members on one deployment; a quorum's
+		// locks are made by the quorum's two rounds, one name at a time.
+		return nil, fmt.Errorf("%w: lock sets (LockAll, TryLockAll, DoAll)", ErrQuorumUnsupported)
+	case len(names) == 0:
 		return nil, fmt.Errorf("%w: a lock set needs at least one name", ErrInvalidOption)
 	}
 	seen := make(map[string]bool, len(names))

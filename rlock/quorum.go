@@ -1,21 +1,28 @@
 package rlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
 	// ErrQuorumUnsupported: a call a Client made by NewQuorum does not
-	// support: RWLock's and Semaphore's calls, and, for NewQuorum itself,
+	// support: RWLock's and Semaphore's calls, lock sets (LockAll,
+	// TryLockAll, DoAll), and, for NewQuorum itself,
 	// WithRedissonWire and WithReplicaAcks.
 	ErrQuorumUnsupported = errors.New("rlock: not supported in quorum mode")
 
 	// ErrInvalidQuorum: NewQuorum was given fewer than 3 nodes, a nil
-	// client, or one node twice. It matches ErrInvalidOption.
+	// client, one node twice (one server by two addresses too), or an
+	// address whose host does not resolve. It matches ErrInvalidOption.
 	ErrInvalidQuorum = fmt.Errorf("%w: invalid quorum", ErrInvalidOption)
 
 	// ErrNoQuorum: in quorum mode, too few nodes answered for a majority
@@ -45,8 +52,9 @@ type quorum struct {
 // masters (any client New accepts), each taken on a majority of them
 // (⌊N/2⌋+1): it goes on working while a minority is down or paused. Its
 // Lock, TryLock, Do, Inspect, ForceUnlock, re-entry through a handle's
-// Context, Token and Context are those of a Client on one node; RWLock
-// and Semaphore calls fail with ErrQuorumUnsupported.
+// Context, Token and Context are those of a Client on one node; RWLock,
+// Semaphore and lock set (LockAll, TryLockAll, DoAll) calls fail with
+// ErrQuorumUnsupported.
 //
 // Tokens are strictly increasing from holder to holder, with no
 // assumption about the nodes' clocks, as long as no node loses its
@@ -56,7 +64,11 @@ type quorum struct {
 //
 // opts apply to every node's Client and to the quorum's watchdog.
 // It returns ErrInvalidQuorum for fewer than 3 nodes, a nil client or a
-// node given twice (the same address, or the same client), and
+// node given twice: the same client, or one server by two addresses, told
+// by what each address's host resolves to now (127.0.0.1:p and
+// localhost:p are one; a lookup dials nothing, and a host that does not
+// resolve is refused too; aliases no lookup sees, such as a proxy in front
+// of a server, are not), and
 // ErrQuorumUnsupported for WithRedissonWire or WithReplicaAcks; the
 // caller still owns the nodes' clients and closes them after Close.
 func NewQuorum(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
@@ -89,44 +101,102 @@ func NewQuorum(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 }
 
 // quorumNames names each of nodes by its address, or says why nodes are no
-// quorum (ErrInvalidQuorum). Two clients of one address are one node,
+// quorum (ErrInvalidQuorum). Two clients of one server are one node,
 // whatever their other options (a database number is no independent
-// master); a Sentinel client, whose address is its master's name, is
-// told apart by identity alone.
+// master): a server is told by the endpoints its address resolves to
+// (nodeEndpoints), so 127.0.0.1:p and localhost:p are one. A Sentinel
+// client, whose address is its master's name, is told apart by identity
+// alone.
 func quorumNames(nodes []redis.UniversalClient) ([]string, error) {
 	if len(nodes) < minQuorum {
 		return nil, fmt.Errorf("%w: %d nodes, at least %d needed", ErrInvalidQuorum, len(nodes), minQuorum)
 	}
 	names := make([]string, len(nodes))
-	seen := map[string]int{}
+	type first struct {
+		node int
+		addr string
+	}
+	seen := map[string]first{}
 	for i, rdb := range nodes {
 		if _, err := clientKind(rdb); err != nil {
 			return nil, fmt.Errorf("%w: node %d: %w", ErrInvalidQuorum, i, err)
 		}
-		addrs := nodeAddrs(rdb)
+		addrs, network := nodeAddrs(rdb)
 		names[i] = strings.Join(addrs, ",")
 		for _, a := range addrs {
-			if j, ok := seen[a]; ok {
-				return nil, fmt.Errorf("%w: nodes %d and %d are both %s", ErrInvalidQuorum, j, i, a)
+			eps, err := nodeEndpoints(network, a)
+			if err != nil {
+				return nil, fmt.Errorf("%w: node %d (%s): %w", ErrInvalidQuorum, i, a, err)
 			}
-			seen[a] = i
+			for _, ep := range eps {
+				if f, ok := seen[ep]; ok && f.node != i {
+					return nil, fmt.Errorf("%w: node %d (%s) and node %d (%s) are one server, at %s",
+						ErrInvalidQuorum, f.node, f.addr, i, a, ep)
+				}
+				seen[ep] = first{i, a}
+			}
 		}
 	}
 	return names, nil
 }
 
 // nodeAddrs is what tells node rdb apart from the others: the addresses
-// it connects to, or, for a Sentinel client, its identity.
-func nodeAddrs(rdb redis.UniversalClient) []string {
+// it connects to and their network ("tcp", "unix"), or, for a Sentinel
+// client, its identity and no network.
+func nodeAddrs(rdb redis.UniversalClient) (addrs []string, network string) {
 	switch c := rdb.(type) {
 	case *redis.Client:
 		if addr := c.Options().Addr; addr != "FailoverClient" {
-			return []string{addr}
+			return []string{addr}, c.Options().Network
 		}
 	case *redis.ClusterClient:
-		return c.Options().Addrs
+		return c.Options().Addrs, "tcp"
 	}
-	return []string{fmt.Sprintf("%T@%p", rdb, rdb)}
+	return []string{fmt.Sprintf("%T@%p", rdb, rdb)}, ""
+}
+
+// resolveTimeout bounds the lookup of one node's host: go-redis's default
+// dial timeout, of which the lookup is the first step.
+const resolveTimeout = 5 * time.Second
+
+// nodeEndpoints is where addr, of network (see nodeAddrs), reaches a
+// server: every IP and port its host resolves to now (by
+// net.DefaultResolver; nothing is dialled), a Unix socket's path, or, for
+// a Sentinel client's identity (no network), addr itself. Aliases a
+// lookup cannot see (a server's other interfaces, a proxy or NAT in front
+// of it) stay unseen. A host that does not resolve is an error: the node
+// could not be told apart from the others.
+func nodeEndpoints(network, addr string) ([]string, error) {
+	switch network {
+	case "":
+		return []string{addr}, nil
+	case "unix":
+		return []string{"unix:" + filepath.Clean(addr)}, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if host == "" {
+		host = "localhost" // net.Dial's reading of ":port"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	p, err := net.DefaultResolver.LookupPort(ctx, "tcp", port)
+	if err != nil {
+		return nil, err
+	}
+	ips := []netip.Addr{}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = append(ips, ip)
+	} else if ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+		return nil, err
+	}
+	eps := make([]string, len(ips))
+	for i, ip := range ips {
+		eps[i] = netip.AddrPortFrom(ip.Unmap(), uint16(p)).String()
+	}
+	return eps, nil
 }
 
 // close closes every node's Client; a nil quorum (a Client of one

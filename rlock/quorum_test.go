@@ -185,6 +185,33 @@ func TestNewQuorumBadInput(t *testing.T) {
 	}
 }
 
+// One server under two addresses is refused before anything is dialled,
+// and the error names both: a name and the IP it resolves to, the empty
+// host net.Dial reads as the local system, one Unix socket by two paths.
+// The clients dial nothing (NewQuorum sends nothing), so no server is
+// needed.
+func TestNewQuorumOneServerTwoAddresses(t *testing.T) {
+	client := func(network, addr string) redis.UniversalClient {
+		rdb := redis.NewClient(&redis.Options{Network: network, Addr: addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+	other := client("tcp", "127.0.0.1:2")
+	for _, pair := range [][2]redis.UniversalClient{
+		{client("tcp", "127.0.0.1:1"), client("tcp", "localhost:1")},
+		{client("tcp", "localhost:1"), client("tcp", "127.0.0.1:1")},
+		{client("tcp", "127.0.0.1:1"), client("tcp", ":1")},
+		{client("tcp", "[::ffff:127.0.0.1]:1"), client("tcp", "127.0.0.1:1")},
+		{client("unix", "/tmp/baton.sock"), client("unix", "/tmp/../tmp/baton.sock")},
+	} {
+		a, b := pair[0].(*redis.Client).Options().Addr, pair[1].(*redis.Client).Options().Addr
+		c, err := NewQuorum([]redis.UniversalClient{pair[0], other, pair[1]})
+		require.ErrorIs(t, err, ErrInvalidQuorum, "%s and %s", a, b)
+		require.Nil(t, c)
+		require.ErrorContains(t, err, "node 0 ("+a+") and node 2 ("+b+")")
+	}
+}
+
 func TestQuorumUnsupported(t *testing.T) {
 	ctx := testCtx(t)
 	c := newQuorumClient(t, startNodes(t, 3))

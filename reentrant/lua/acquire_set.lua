@@ -29,7 +29,8 @@
 -- it was queued nowhere; then the tokens of the members taken, in order,
 -- from the first: as many as were taken, all of them or fewer. A member
 -- the owner made for the call holds already (a resent call) counts as
--- taken, with its token.
+-- taken, with its token. Fails with TOKENRANGE (see tokenOverflow) when a
+-- member to take has no exact next token, holding none this run took.
 local owner, leaseMs, newOwner, requestMs = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4]
 local waiter, record = ARGV[5] or '', ARGV[6] or ''
 local members = math.floor(#KEYS / 3)
@@ -42,11 +43,25 @@ if req then
     return seen
   end
 end
-local reply = {-3}
+local reply, taken = {-3}, {}
 for i = 1, members do
   local hash, fence, queue = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
   if redis.call('exists', hash, queue) == 0 then
-    reply[i + 1] = takeFree(hash, fence, owner, leaseMs, true, nil, nil)[3]
+    local ok, took = pcall(takeFree, hash, fence, owner, leaseMs, true, nil, nil)
+    if not ok then
+      -- A member with no exact next token (tokenOverflow) fails the set,
+      -- which gives back first what this run took: those members were
+      -- free with no queue, so their hashes are this hold alone, and
+      -- their counters only rose. The failed call holds none of them.
+      if #taken > 0 then
+        redis.call('del', unpack(taken))
+      end
+      -- pcall hands the error back as its message: raised again as a
+      -- reply, it keeps its code.
+      error({err = took})
+    end
+    taken[#taken + 1] = hash
+    reply[i + 1] = took[3]
   elseif newOwner and redis.call('hexists', hash, owner) == 1 then
     reply[i + 1] = tonumber(redis.call('get', fence))
   else

@@ -69,7 +69,7 @@ local function newHoldID(r, leaseMs)
   if not r.lastID then
     r.lastID = math.max(tonumber(redis.call('get', r.ids) or 0), r.clock - 1)
   end
-  r.lastID = r.lastID + 1
+  r.lastID = exactToken(r.ids, r.lastID + 1)
   r.idLeaseMs = math.max(r.idLeaseMs or 0, tonumber(leaseMs))
   return r.lastID
 end

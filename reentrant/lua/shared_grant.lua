@@ -107,7 +107,7 @@ local function issue(r, plan, g)
     g.t = plan.last
     return
   end
-  plan.next = plan.next and plan.next + 1 or nextToken(r.fence, plan.fence, r.clock)
+  plan.next = plan.next and exactToken(r.fence, plan.next + 1) or nextToken(r.fence, plan.fence, r.clock)
   g.t, g.fresh = plan.next, true
 end
 
