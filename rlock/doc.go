@@ -161,7 +161,12 @@
 // many refusals for one): a paused or slow node delays none, but for
 // Inspect and the leave of a call that gave up, which wait for every node
 // (Inspect up to the lease or the node's read timeout, a leave up to
-// leaveWait). A look is the protocol's two rounds (package reentrant,
+// leaveWait), and a look, which, once a majority granted, listens for the
+// other nodes as long again as that took (fanOut's linger: a hold made on
+// a bare majority dies with any one of its nodes), and waits for a node's
+// answer up to the node's read timeout (answerWithin). A waiter's
+// subscription that answers after its call stopped waiting for it still
+// joins the call (anyWake.add). A look is the protocol's two rounds (package reentrant,
 // Quorum mode), or a renewal of a grant the waiter keeps; its waiting is
 // the attempt's own loop, with
 // every node's grant line as one wake source (anyWake) and every message a

@@ -58,7 +58,7 @@ func (r *quorumLock) verdict(t tally) (bool, error) {
 // callers retry or give back by the same names.
 func everyNode[T any](ctx context.Context, r *quorumLock, call func(ctx context.Context, i int) (T, error)) ([]nodeReply[T], error) {
 	return fanOut(ctx, r.c, r.c.cfg.watchdogLease, r.all(), call,
-		func([]nodeReply[T]) bool { return false }, func(nodeReply[T]) {})
+		func([]nodeReply[T]) bool { return false }, false, func(nodeReply[T]) {})
 }
 
 // untilVerdict runs call on every node at once and returns once the
@@ -74,7 +74,7 @@ func untilVerdict[T any](ctx context.Context, r *quorumLock, call func(ctx conte
 		return t
 	}
 	replies, err := fanOut(ctx, r.c, r.c.cfg.watchdogLease, r.all(), call,
-		func(got []nodeReply[T]) bool { return r.decided(tallyOf(got)) }, late)
+		func(got []nodeReply[T]) bool { return r.decided(tallyOf(got)) }, false, late)
 	return replies, tallyOf(replies), err
 }
 
@@ -245,7 +245,7 @@ func (c *Client) renewQuorum(ctx context.Context, batch []*hold, lease time.Dura
 		},
 		func(got []nodeReply[[]error]) bool {
 			return !slices.ContainsFunc(tallies(got), func(t tally) bool { return !r.decided(t) })
-		}, func(nodeReply[[]error]) {})
+		}, false, func(nodeReply[[]error]) {})
 	errs := make([]error, len(batch))
 	for k, t := range tallies(replies) {
 		held, verr := batch[k].res.(*quorumLock).verdict(t)
