@@ -174,7 +174,10 @@
 // pipeline per node; a hold's validity moves once a majority confirmed
 // its renewal. A reply to a look, a commit or a re-entry that comes after
 // its call stopped listening is never dropped: a grant or commit joins the
-// hold its look made, or is given back, and a failure is undone by replay,
+// hold its look made, or is given back (a release that begins while a
+// node's commit is still under way raises that node itself before it
+// releases it, so an Unlock right after Lock finds the hold on every node
+// that granted it), and a failure is undone by replay,
 // as on one node; a release that failed there is resent. (A late renewal's
 // reply is dropped: it only extends.)
 //

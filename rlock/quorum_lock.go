@@ -2,8 +2,8 @@ package rlock
 
 import (
 	"context"
+	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonlock/baton/reentrant"
@@ -30,15 +30,19 @@ type quorumLock struct {
 	// that answers and does not (see acquire).
 	kept map[int]uint64
 
-	// releasing is set once a release of the hold is sent: a node that
-	// joins the hold after that gives itself back (see joinLate).
-	releasing atomic.Bool
+	// joining is the nodes of the hold whose raise to its token goes on
+	// after the look returned (node → the token it granted under): a
+	// release takes them over (see release). releasing is set once a
+	// release of the hold has begun: a node that would join after that is
+	// given back (see joinLate). Both are guarded by mu.
+	joining   map[int]uint64
+	releasing bool
 }
 
 // lock is the quorum lock called name, or says why it cannot be
 // (ErrInvalidName). It sends nothing.
 func (q *quorum) lock(c *Client, name string) (*quorumLock, error) {
-	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{}}
+	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{}, joining: map[int]uint64{}}
 	for _, n := range q.nodes {
 		p, err := n.plainLock(name)
 		if err != nil {
@@ -240,17 +244,6 @@ func soonest(ttls []time.Duration) time.Duration {
 	return soon
 }
 
-// countGranted counts the grants among got.
-func countGranted(got []nodeReply[nodeTake]) int {
-	n := 0
-	for _, r := range got {
-		if r.err == nil && r.val.granted {
-			n++
-		}
-	}
-	return n
-}
-
 // keepPrefix keeps, for a waiting call, the grants of the first nodes in
 // order up to the first that answered without one (see acquireNew), and
 // gives back the others.
@@ -295,9 +288,11 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 			return r.nodes[i].keys.Raise(ctx, r.nodes[i].rdb, call.owner, granted[i], T, call.lease)
 		},
 		func(got []nodeReply[bool]) bool { return countTrue(got) >= r.q.majority }, false,
-		func(late nodeReply[bool]) { r.joinLate(late.node, call, granted[late.node], false, out) })
+		func(late nodeReply[bool]) { r.finishRaise(late.node, call, granted[late.node], out) })
 	committed, failed := map[int]bool{}, map[int]error{}
+	unanswered := maps.Clone(granted)
 	for _, rep := range replies {
+		delete(unanswered, rep.node)
 		switch {
 		case rep.err != nil:
 			failed[rep.node] = rep.err
@@ -305,10 +300,13 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 			committed[rep.node] = true
 		}
 	}
+	out.made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
 	r.mu.Lock()
 	r.kept = map[int]uint64{}
+	if out.made {
+		r.joining = unanswered // their raises finish late (finishRaise)
+	}
 	r.mu.Unlock()
-	out.made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
 	if !out.made {
 		// Those that answered are given back here, the rest when they do.
 		for _, rep := range replies {
