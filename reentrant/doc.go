@@ -100,6 +100,25 @@
 // node's counter had when it granted. The quorum's token is
 // T = max t_i over the nodes that granted.
 //
+// Which nodes those are is the caller's to bound: once a majority has
+// granted, it goes on listening for the others as long again as that
+// took, and T covers every node that granted by then. A grant that comes
+// later still cannot join the hold: its t_i is above T (that node's clock
+// ran on) and no counter is lowered, so it is given back. A hold made on
+// a bare majority would end with the loss of any one of its nodes while
+// the rest of the quorum is up.
+//
+// A given owner (one that several calls share) may hold the lock already
+// on some nodes: there the acquire re-enters that hold (its count rises
+// above 1) and answers with the hold's ID, not a new t_i. That ID is the
+// owner's other calls' name for the hold, so round 2 never raises it: a
+// majority re-entering one hold makes the look a re-entry of it (its
+// token, no round 2, every other grant given back); otherwise the
+// re-entries are given back, and T and round 2 are over the new grants
+// alone, of which a majority is needed as before. Neither changes the
+// arguments below: a re-entry makes no new hold, and a new hold's T
+// counts only through the M nodes that committed it.
+//
 // Round 2. Each granted node runs lua/quorum_raise.lua (Keys.Raise): in
 // one script, and only while the owner still holds the lock there under
 // t_i, its counter becomes T. The counter's value is the hold's ID on a

@@ -28,7 +28,6 @@ func aqRequireClean(t *testing.T, srvs []*redistest.Server, name, when string) {
 // ("every call returns once a majority has decided it"). Then the node
 // comes back with the hold it had; nothing may stay there.
 func TestAtkQuorumUnlockWithNodeKilled(t *testing.T) {
-	t.Skip("finding 2: Unlock with one of 3 nodes killed returns ErrNoQuorum naming only that node, though nodes 0 and 1 released; fails on a578abb")
 	ctx := atkCtx(t)
 	srvs := aqNodes(t, 3, redistest.AppendFsyncAlways...)
 	a := aqQuorum(t, aqDirect(srvs))
@@ -54,7 +53,6 @@ func TestAtkQuorumUnlockWithNodePaused(t *testing.T) {
 
 // The same through a re-entry of a hold taken with every node up.
 func TestAtkQuorumReentryWithNodePaused(t *testing.T) {
-	t.Skip("finding 2: a re-entry through ctx with one of 3 nodes paused fails after 10 s with ErrNoQuorum naming only the paused node; fails on a578abb")
 	aqPausedUnlock(t, true)
 }
 
@@ -99,7 +97,7 @@ func aqPausedUnlock(t *testing.T, reenter bool) {
 // whichever node it is: "it goes on working while a minority is down or
 // paused". Each node in turn is paused for two leases, then resumed.
 func TestAtkQuorumHoldOutlivesMinorityPause(t *testing.T) {
-	t.Skip("finding 2: an uncontended Lock often ends up held on 2 of 3 nodes only, so pausing one of those two ends the hold; fails on a578abb")
+	t.Skip("finding 2, the rest: a hold is now made on every node that answers within the linger, but a node paused for two leases loses its part (its lease there runs out while it is stopped) and nothing re-takes it once resumed, so pausing the next node leaves the hold on 1 of 3: ErrLockLost, as the README's \"A hold lives while a majority confirms its renewals\" has it; needs a renewal that re-takes a resumed node under the hold's ID (see the fix-qa report)")
 	ctx := atkCtx(t)
 	srvs := aqNodes(t, 3)
 	lease := time.Second

@@ -161,7 +161,12 @@
 // many refusals for one): a paused or slow node delays none, but for
 // Inspect and the leave of a call that gave up, which wait for every node
 // (Inspect up to the lease or the node's read timeout, a leave up to
-// leaveWait). A look is the protocol's two rounds (package reentrant,
+// leaveWait), and a look, which, once a majority granted, listens for the
+// other nodes as long again as that took (fanOut's linger: a hold made on
+// a bare majority dies with any one of its nodes), and waits for a node's
+// answer up to the node's read timeout (answerWithin). A waiter's
+// subscription that answers after its call stopped waiting for it still
+// joins the call (anyWake.add). A look is the protocol's two rounds (package reentrant,
 // Quorum mode), or a renewal of a grant the waiter keeps; its waiting is
 // the attempt's own loop, with
 // every node's grant line as one wake source (anyWake) and every message a
@@ -169,7 +174,10 @@
 // pipeline per node; a hold's validity moves once a majority confirmed
 // its renewal. A reply to a look, a commit or a re-entry that comes after
 // its call stopped listening is never dropped: a grant or commit joins the
-// hold its look made, or is given back, and a failure is undone by replay,
+// hold its look made, or is given back (a release that begins while a
+// node's commit is still under way raises that node itself before it
+// releases it, so an Unlock right after Lock finds the hold on every node
+// that granted it), and a failure is undone by replay,
 // as on one node; a release that failed there is resent. (A late renewal's
 // reply is dropped: it only extends.)
 //

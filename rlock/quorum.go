@@ -199,6 +199,15 @@ func nodeEndpoints(network, addr string) ([]string, error) {
 	return eps, nil
 }
 
+// answerWithin is how long a call waits for node i's answer where the
+// others may decide without it (a look, a subscription): its client's read
+// timeout, at least 1 s. A node that has not answered by then (paused, or
+// cut off) has failed for that call, however long go-redis's retries of
+// the command would go on.
+func (q *quorum) answerWithin(i int) time.Duration {
+	return max(readTimeout(q.nodes[i].rdb), time.Second)
+}
+
 // close closes every node's Client; a nil quorum (a Client of one
 // deployment) has none.
 func (q *quorum) close() error {

@@ -58,7 +58,7 @@ func (r *quorumLock) verdict(t tally) (bool, error) {
 // callers retry or give back by the same names.
 func everyNode[T any](ctx context.Context, r *quorumLock, call func(ctx context.Context, i int) (T, error)) ([]nodeReply[T], error) {
 	return fanOut(ctx, r.c, r.c.cfg.watchdogLease, r.all(), call,
-		func([]nodeReply[T]) bool { return false }, func(nodeReply[T]) {})
+		func([]nodeReply[T]) bool { return false }, false, func(nodeReply[T]) {})
 }
 
 // untilVerdict runs call on every node at once and returns once the
@@ -74,7 +74,7 @@ func untilVerdict[T any](ctx context.Context, r *quorumLock, call func(ctx conte
 		return t
 	}
 	replies, err := fanOut(ctx, r.c, r.c.cfg.watchdogLease, r.all(), call,
-		func(got []nodeReply[T]) bool { return r.decided(tallyOf(got)) }, late)
+		func(got []nodeReply[T]) bool { return r.decided(tallyOf(got)) }, false, late)
 	return replies, tallyOf(replies), err
 }
 
@@ -89,22 +89,39 @@ func (r *quorumLock) decided(t tally) bool {
 // majority confirmed it; it found the hold not held once too many nodes
 // did for a majority to hold it.
 func (r *quorumLock) release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error) {
-	r.releasing.Store(true)
+	// The release takes over the nodes still joining the hold: each is
+	// raised to id before it is released, as its raise may not have run
+	// yet (a raise that ran is not repeated; one that runs after the
+	// release finds the hold gone).
+	r.mu.Lock()
+	r.releasing = true
+	joining := r.joining
+	r.joining = map[int]uint64{}
+	r.mu.Unlock()
+	releaseOn := func(ctx context.Context, i int) (reentrant.ReleaseResult, error) {
+		p := r.nodes[i]
+		if from, ok := joining[i]; ok {
+			// The counter's expiry only rises: the watchdog's lease keeps
+			// it past id's time, which is all a released hold needs.
+			if _, err := p.keys.Raise(ctx, p.rdb, owner, from, id, r.c.cfg.watchdogLease); err != nil {
+				return reentrant.ReleaseResult{}, err
+			}
+		}
+		return p.release(ctx, owner, id, requestID)
+	}
 	// A node's release that failed, or answered after the verdict, is
 	// resent under the same request ID until it is answered: the hold
 	// there would otherwise stay until its lease ran out.
 	resend := func(i int) {
 		r.c.background.run(r.c.cfg.watchdogLease, func(ctx context.Context) {
 			_ = untilAnswered(ctx, func(ctx context.Context) error {
-				_, err := r.nodes[i].release(ctx, owner, id, requestID)
+				_, err := releaseOn(ctx, i)
 				return err
 			})
 		})
 	}
 	held := func(res reentrant.ReleaseResult) bool { return res.Status != reentrant.NotHeld }
-	replies, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (reentrant.ReleaseResult, error) {
-		return r.nodes[i].release(ctx, owner, id, requestID)
-	}, held, func(late nodeReply[reentrant.ReleaseResult]) {
+	replies, t, err := untilVerdict(ctx, r, releaseOn, held, func(late nodeReply[reentrant.ReleaseResult]) {
 		if late.err != nil {
 			resend(late.node)
 		}
@@ -245,7 +262,7 @@ func (c *Client) renewQuorum(ctx context.Context, batch []*hold, lease time.Dura
 		},
 		func(got []nodeReply[[]error]) bool {
 			return !slices.ContainsFunc(tallies(got), func(t tally) bool { return !r.decided(t) })
-		}, func(nodeReply[[]error]) {})
+		}, false, func(nodeReply[[]error]) {})
 	errs := make([]error, len(batch))
 	for k, t := range tallies(replies) {
 		held, verr := batch[k].res.(*quorumLock).verdict(t)

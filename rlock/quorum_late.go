@@ -40,9 +40,10 @@ func (r *quorumLock) giveUp(call acquireCall, granted map[int]uint64) {
 // outcome is what a look made, for the replies that come after it
 // stopped listening: they wait for done.
 type outcome struct {
-	done  chan struct{} // closed once the look has returned
-	made  bool          // it made a hold
-	token uint64        // the hold's token, when made
+	done    chan struct{} // closed once the look has returned
+	made    bool          // it made a hold, or re-entered one
+	reentry bool          // the hold was there before: the look re-entered it
+	token   uint64        // the hold's token, when made
 }
 
 // settleLate deals with a round-1 reply that came after its look stopped
@@ -53,7 +54,7 @@ func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall, out *
 	case rep.err != nil:
 		r.c.background.run(call.lease, func(ctx context.Context) { r.undoOn(ctx, rep.node, call) })
 	case rep.val.granted:
-		r.joinLate(rep.node, call, rep.val.token, out)
+		r.joinLate(rep.node, call, rep.val.token, rep.val.reentered(), out)
 	}
 }
 
@@ -65,29 +66,87 @@ func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall, out *
 // any minority. The node is given back instead where the look made no
 // hold, or whose token is above the hold's, or once a release of the hold
 // has been sent (it may have reached the node before the raise, and found
-// nothing there): a count given back twice on a node is refused there the
-// second time (the release names the hold by its token).
-func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, out *outcome) {
+// nothing there, and a release that began before the node joined does
+// not know of it).
+//
+// A re-entry (reentered: from is the ID of a hold the owner had there) is
+// never raised, which would take that hold's ID from the owner's other
+// calls: it counts in the hold where the look re-entered that same hold
+// (the hold's release goes to every node; one owner's counts are alike,
+// so its order against them does not matter), and is given back
+// otherwise. A new grant joins no re-entered hold: it is given back.
+func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bool, out *outcome) {
 	r.c.background.run(call.lease, func(ctx context.Context) {
 		select {
 		case <-out.done:
 		case <-ctx.Done():
 			return
 		}
+		switch {
+		case reentered:
+			if !out.made || !out.reentry || from != out.token {
+				r.giveBackOn(i, call, from, from)
+			}
 		// A counter is never lowered: a grant above the hold's token
 		// cannot join it.
-		if !out.made || from > out.token {
+		case !out.made || from > out.token:
 			// Round 2 may have raised it (a reply held back past the
 			// look): the give-back raises it to the same token first.
 			r.giveBackOn(i, call, from, max(from, out.token))
-			return
-		}
-		// releasing is read after the raise's reply: a release sent after
-		// this read reaches the node after the raise, and finds the hold.
-		if r.raiseOn(ctx, i, call, from, out.token) && r.releasing.Load() {
-			releaseRetrying(ctx, r.nodes[i], call.owner, out.token)
+		case out.reentry:
+			r.giveBackOn(i, call, from, from)
+		default:
+			r.mu.Lock()
+			releasing := r.releasing
+			if !releasing {
+				r.joining[i] = from
+			}
+			r.mu.Unlock()
+			if releasing { // the release did not know of the node
+				r.giveBackOn(i, call, from, out.token)
+				return
+			}
+			r.raiseJoining(ctx, i, call, from, out.token)
 		}
 	})
+}
+
+// finishRaise ends round 2 on node i, granted under from, whose reply
+// came after commit stopped listening: where the look made the hold, the
+// node is joining it (commit said so), and its raise is resent until
+// answered (raiseJoining); where it did not, it is given back, raised to
+// the same token first (the raise may have run).
+func (r *quorumLock) finishRaise(i int, call acquireCall, from uint64, out *outcome) {
+	r.c.background.run(call.lease, func(ctx context.Context) {
+		select {
+		case <-out.done:
+		case <-ctx.Done():
+			return
+		}
+		if !out.made {
+			r.giveBackOn(i, call, from, out.token)
+			return
+		}
+		r.raiseJoining(ctx, i, call, from, out.token)
+	})
+}
+
+// raiseJoining raises node i, joining the hold, from token from to the
+// hold's token to, and ends its joining, unless a release took the node
+// over first: the release then raises it itself before it releases it
+// (see release), so that a release sent before the raise ran finds the
+// hold all the same, and gives it back once.
+func (r *quorumLock) raiseJoining(ctx context.Context, i int, call acquireCall, from, to uint64) {
+	r.mu.Lock()
+	_, joining := r.joining[i]
+	r.mu.Unlock()
+	if !joining {
+		return
+	}
+	r.raiseOn(ctx, i, call, from, to)
+	r.mu.Lock()
+	delete(r.joining, i)
+	r.mu.Unlock()
 }
 
 // undoOn undoes round 1 on node i after its reply was lost, as

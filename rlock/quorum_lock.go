@@ -2,8 +2,8 @@ package rlock
 
 import (
 	"context"
+	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonlock/baton/reentrant"
@@ -30,15 +30,19 @@ type quorumLock struct {
 	// that answers and does not (see acquire).
 	kept map[int]uint64
 
-	// releasing is set once a release of the hold is sent: a node that
-	// joins the hold after that gives itself back (see joinLate).
-	releasing atomic.Bool
+	// joining is the nodes of the hold whose raise to its token goes on
+	// after the look returned (node → the token it granted under): a
+	// release takes them over (see release). releasing is set once a
+	// release of the hold has begun: a node that would join after that is
+	// given back (see joinLate). Both are guarded by mu.
+	joining   map[int]uint64
+	releasing bool
 }
 
 // lock is the quorum lock called name, or says why it cannot be
 // (ErrInvalidName). It sends nothing.
 func (q *quorum) lock(c *Client, name string) (*quorumLock, error) {
-	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{}}
+	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{}, joining: map[int]uint64{}}
 	for _, n := range q.nodes {
 		p, err := n.plainLock(name)
 		if err != nil {
@@ -93,11 +97,18 @@ type nodeTake struct {
 	ttl     time.Duration
 }
 
+// reentered says the node granted by re-entering a hold the owner had
+// there already (only a given owner can): a new grant's count is 1, a
+// re-entry's above it. token is then that hold's ID.
+func (t nodeTake) reentered() bool { return t.granted && t.count > 1 }
+
 // takeOn is round 1 on node i: the node's acquire, as the call's waiter
 // there if it has one; a grant kept from an earlier look is confirmed by
 // a renewal instead, which counts nothing twice and moves its lease from
 // now, as the acquire of a new grant does.
 func (r *quorumLock) takeOn(ctx context.Context, i int, call acquireCall) (nodeTake, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.q.answerWithin(i))
+	defer cancel()
 	r.mu.Lock()
 	t, kept := r.kept[i]
 	call.waiter = r.waiters[i]
@@ -131,15 +142,30 @@ func (r *quorumLock) acquire(ctx context.Context, call acquireCall) (reentrant.A
 // while it waits (both would hold the first node that answers them both),
 // and it waits only for the holder. That is the tie-break of a split vote:
 // no two waiters hold parts of the lock while waiting for each other.
+//
+// Round 1 goes on listening once a majority granted, as long again as
+// that took (see fanOut's linger), so that a node a little slower than
+// the others grants under a token T covers too: a grant that comes after
+// the look stopped listening carries a token above T (a later clock) and
+// cannot join the hold (see joinLate). A hold made on a bare majority
+// would end with the loss of any one of its nodes.
+//
+// A given owner (WithOwner) may hold the lock already: a node that
+// re-enters that hold (see nodeTake.reentered) names it by its ID, which
+// nothing may change, since the owner's other calls name it so. A
+// majority re-entering one hold is a re-entry of it, and every other
+// grant is given back; a re-entry short of that is given back, and only
+// new grants make a new hold.
 func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	start := time.Now()
 	out := &outcome{done: make(chan struct{})}
 	defer close(out.done)
 	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
 		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call) },
-		func(got []nodeReply[nodeTake]) bool { return countGranted(got) >= r.q.majority },
+		func(got []nodeReply[nodeTake]) bool { _, ok := r.agreed(got); return ok }, true,
 		func(late nodeReply[nodeTake]) { r.settleLate(late, call, out) })
-	granted, failed := map[int]uint64{}, map[int]error{}
+	held, agreed := r.agreed(replies)
+	fresh, failed := map[int]uint64{}, map[int]error{}
 	var ttls []time.Duration
 	count := int64(1)
 	for _, rep := range replies {
@@ -147,24 +173,62 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		case rep.err != nil:
 			failed[rep.node] = rep.err
 			r.settleLate(rep, call, out) // it may have run: undo it
-		case rep.val.granted:
-			granted[rep.node] = rep.val.token
-			count = max(count, rep.val.count)
-		default:
+		case !rep.val.granted:
 			ttls = append(ttls, rep.val.ttl)
+		case held != 0 && rep.val.reentered() && rep.val.token == held:
+			count = max(count, rep.val.count)
+		case held != 0 || rep.val.reentered():
+			r.giveBackOn(rep.node, call, rep.val.token, rep.val.token)
+		default:
+			fresh[rep.node] = rep.val.token
 		}
 	}
-	if err != nil {
-		return reentrant.AcquireResult{}, r.fail(call, granted, err)
+	switch {
+	case err != nil:
+		return reentrant.AcquireResult{}, r.fail(call, fresh, err)
+	case held != 0:
+		return r.reentered(call, held, count, out), nil
+	case agreed:
+		return r.commit(ctx, call, start, fresh, out)
+	case len(r.nodes)-len(failed) < r.q.majority:
+		return reentrant.AcquireResult{}, r.fail(call, fresh, r.q.unreachable(r.name(), failed))
 	}
-	if len(granted) >= r.q.majority {
-		return r.commit(ctx, call, start, granted, count, out)
-	}
-	if len(r.nodes)-len(failed) < r.q.majority {
-		return reentrant.AcquireResult{}, r.fail(call, granted, r.q.unreachable(r.name(), failed))
-	}
-	r.keepPrefix(call, granted, failed)
+	r.keepPrefix(call, fresh, failed)
 	return reentrant.AcquireResult{HolderTTL: soonest(ttls)}, nil
+}
+
+// agreed is the hold a majority of got's grants agree on: the existing
+// hold of ID held that they re-entered, or, with held 0, a new one of
+// their new grants. ok is false when neither has a majority (no two can:
+// any two majorities share a node, which answers once). Adding replies
+// never turns ok back to false.
+func (r *quorumLock) agreed(got []nodeReply[nodeTake]) (held uint64, ok bool) {
+	fresh, again := 0, map[uint64]int{}
+	for _, rep := range got {
+		switch {
+		case rep.err != nil || !rep.val.granted:
+		case rep.val.reentered():
+			if again[rep.val.token]++; again[rep.val.token] >= r.q.majority {
+				return rep.val.token, true
+			}
+		default:
+			fresh++
+		}
+	}
+	return 0, fresh >= r.q.majority
+}
+
+// reentered ends a look that re-entered the existing hold of ID held on
+// a majority of the nodes, count its highest hold count there: the hold,
+// its token and its ID stay as they are. The look's new grants, kept ones
+// included, were given back (see acquireNew).
+func (r *quorumLock) reentered(call acquireCall, held uint64, count int64, out *outcome) reentrant.AcquireResult {
+	r.mu.Lock()
+	r.kept = map[int]uint64{}
+	r.mu.Unlock()
+	out.made, out.reentry, out.token = true, true, held
+	r.leaveOthers(call, nil)
+	return reentrant.AcquireResult{Acquired: true, HoldCount: count, Token: held}
 }
 
 // soonest is when a look should next be due, from the holders' remaining
@@ -178,17 +242,6 @@ func soonest(ttls []time.Duration) time.Duration {
 		}
 	}
 	return soon
-}
-
-// countGranted counts the grants among got.
-func countGranted(got []nodeReply[nodeTake]) int {
-	n := 0
-	for _, r := range got {
-		if r.err == nil && r.val.granted {
-			n++
-		}
-	}
-	return n
 }
 
 // keepPrefix keeps, for a waiting call, the grants of the first nodes in
@@ -222,7 +275,7 @@ func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed
 // granted node raises its counter to T while the hold there is still
 // this owner's; T counts once a majority has, within the validity from
 // start. What it does not keep it gives back.
-func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Time, granted map[int]uint64, count int64, out *outcome) (reentrant.AcquireResult, error) {
+func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Time, granted map[int]uint64, out *outcome) (reentrant.AcquireResult, error) {
 	var T uint64
 	var nodes []int
 	for i, t := range granted {
@@ -234,10 +287,12 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 		func(ctx context.Context, i int) (bool, error) {
 			return r.nodes[i].keys.Raise(ctx, r.nodes[i].rdb, call.owner, granted[i], T, call.lease)
 		},
-		func(got []nodeReply[bool]) bool { return countTrue(got) >= r.q.majority },
-		func(late nodeReply[bool]) { r.joinLate(late.node, call, granted[late.node], out) })
+		func(got []nodeReply[bool]) bool { return countTrue(got) >= r.q.majority }, false,
+		func(late nodeReply[bool]) { r.finishRaise(late.node, call, granted[late.node], out) })
 	committed, failed := map[int]bool{}, map[int]error{}
+	unanswered := maps.Clone(granted)
 	for _, rep := range replies {
+		delete(unanswered, rep.node)
 		switch {
 		case rep.err != nil:
 			failed[rep.node] = rep.err
@@ -245,10 +300,13 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 			committed[rep.node] = true
 		}
 	}
+	out.made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
 	r.mu.Lock()
 	r.kept = map[int]uint64{}
+	if out.made {
+		r.joining = unanswered // their raises finish late (finishRaise)
+	}
 	r.mu.Unlock()
-	out.made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
 	if !out.made {
 		// Those that answered are given back here, the rest when they do.
 		for _, rep := range replies {
@@ -268,7 +326,7 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 		}
 	}
 	r.leaveOthers(call, granted)
-	return reentrant.AcquireResult{Acquired: true, HoldCount: count, Token: T}, nil
+	return reentrant.AcquireResult{Acquired: true, HoldCount: 1, Token: T}, nil
 }
 
 // countTrue counts the replies that are true.

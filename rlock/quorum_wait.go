@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"time"
 
 	"github.com/batonlock/baton/reentrant"
 )
@@ -14,7 +13,9 @@ import (
 // and returns nil otherwise. A node whose line is not up is waited for
 // up to its read timeout, and only while fewer than a majority are
 // subscribed: the call then waits without it, and looks there without
-// queueing.
+// queueing, until its subscription comes; then the call's next look
+// queues there (a subscription dropped instead would leave the call
+// never queued on that node, woken by none of its releases).
 func (r *quorumLock) subscribe(ctx context.Context, _ *Client, always bool) (*subscribed, error) {
 	ready := make([]bool, len(r.nodes))
 	for i, n := range r.q.nodes {
@@ -23,38 +24,47 @@ func (r *quorumLock) subscribe(ctx context.Context, _ *Client, always bool) (*su
 			return nil, nil
 		}
 	}
+	wake := &anyWake{}
 	replies, err := fanOut(ctx, r.c, r.c.cfg.watchdogLease, r.all(),
 		func(ctx context.Context, i int) (*subscribed, error) {
-			n := r.q.nodes[i]
-			ctx, cancel := context.WithTimeout(ctx, max(readTimeout(n.rdb), time.Second))
+			ctx, cancel := context.WithTimeout(ctx, r.q.answerWithin(i))
 			defer cancel()
-			return subscribeForGrants(ctx, n, r.nodes[i], true)
+			return subscribeForGrants(ctx, r.q.nodes[i], r.nodes[i], true)
 		},
-		func(got []nodeReply[*subscribed]) bool { return subscribedAll(got, ready, r.q.majority) },
-		func(late nodeReply[*subscribed]) { late.val.close() })
-	subs := make([]*subscribed, len(r.nodes))
+		func(got []nodeReply[*subscribed]) bool { return subscribedAll(got, ready, r.q.majority) }, false,
+		func(late nodeReply[*subscribed]) { r.join(wake, late) })
+	joined := 0
 	for _, rep := range replies {
-		subs[rep.node] = rep.val
+		if r.join(wake, rep) {
+			joined++
+		}
 	}
 	if err != nil {
-		for _, s := range subs {
-			s.close()
-		}
+		wake.Close()
 		return nil, err
 	}
-	var wake anyWake
-	r.mu.Lock()
-	for i, s := range subs {
-		if s != nil {
-			r.waiters[i] = s.w
-			wake = append(wake, s.sub)
-		}
-	}
-	r.mu.Unlock()
-	if len(wake) == 0 {
+	if joined == 0 {
 		return nil, r.q.unreachable(r.name(), nil)
 	}
 	return &subscribed{w: reentrant.Waiter{ID: randomHex(8)}, sub: wake, look: true}, nil
+}
+
+// join makes a node's subscription, if it was made, one of the call's:
+// its waiter there is the one the call's looks queue as, and its
+// deliveries wake the call. Once the call stopped waiting it is closed.
+// It reports whether the subscription joined.
+func (r *quorumLock) join(wake *anyWake, rep nodeReply[*subscribed]) bool {
+	if rep.err != nil || rep.val == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !wake.add(rep.val.sub) {
+		rep.val.close()
+		return false
+	}
+	r.waiters[rep.node] = rep.val.w
+	return true
 }
 
 // subscribedAll says whether a quorum waiter's subscriptions got are
