@@ -325,7 +325,25 @@
 // as a single lock's waiter, holding what it has, and runs the script
 // again for the rest.
 // Nobody takes a member past its queue, and every caller takes the keys in
-// the one order, so no waits form a circle. ReleaseSet
+// the one order, so no waits form a circle.
+//
+// A waiting set must stay out of the queues of the members after the one
+// it waits for (k), and must not take them: it cannot be ahead of every
+// later call there. The ordering rule lets a holder H of k take a later
+// member m next (a Lock, or a set, through H's Context, or under any other
+// owner). If the set were ahead of H at m (queued there, or holding m),
+// H would wait for the set, which waits for H's k: a circle no lease
+// breaks, since both are renewed. H's call is later than the set's, so
+// being ahead of it is what "ahead of every later call" asks; Redis cannot
+// tell H's call from one that holds nothing, since H's holds may be under
+// another owner. So a later call may take a member after k while the set
+// waits (rlock's TestLockAllNestedPastWaitingSet guards this; queuing the
+// set at every later member of its group deadlocked it). Letting such a
+// call pass would need a call to name the owner whose holds it may wait
+// under, and a rule that a holder takes later names under that owner
+// only.
+//
+// ReleaseSet
 // (lua/release_set.lua) leaves one hold of each member as release.lua
 // leaves it, with the same function (releaseHold, lua/release_hold.lua),
 // each last hold handed to that lock's own next waiter (passOn). Both remember their reply under a request key for replay (as
