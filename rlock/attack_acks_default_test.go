@@ -118,6 +118,13 @@ func atkSetSizeHeldBack(t *testing.T, opts ...rlock.Option) (*redistest.Sentinel
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The replica must have the release before the relay holds the stream
+	// (with acknowledgements off nothing waited for it): otherwise the
+	// promoted replica still counts that permit, and the control finds one
+	// free permit where the failover kept two (it failed so under load).
+	if n, err := s.Master.Admin().Do(ctx, "WAIT", 1, 5000).Int64(); err != nil || n != 1 {
+		t.Fatalf("WAIT for the replica before holding its stream: %d, %v", n, err)
+	}
 	s.Relay.Hold()
 	return s, a
 }
