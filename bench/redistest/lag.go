@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -38,10 +39,23 @@ type ReplicationRelay struct {
 
 	wg sync.WaitGroup // the goroutines serve starts; relay.Close ends their connections
 
-	mu      sync.Mutex // guards holding, links, and every link's held bytes and client writes
+	mu      sync.Mutex // guards holding, links, pass, and every link's held bytes and client writes
 	holding bool
 	links   map[*replLink]struct{}
+	pass    *passOn // set by PassOn until it has passed
 }
+
+// passOn is a PassOn waiting for its command: cmd, and passed, closed once
+// the held stream through cmd went on.
+type passOn struct {
+	cmd    []byte
+	passed chan struct{}
+}
+
+// GetAck is the command a master writes to its replicas once a client
+// blocks in WAIT (REPLCONF GETACK *), as the replication stream carries
+// it: what PassOn waits for to let one WAIT's acknowledgement through.
+var GetAck = []byte("*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n")
 
 // replLink is one replication connection through the relay.
 type replLink struct {
@@ -85,6 +99,39 @@ func (r *ReplicationRelay) Hold() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.holding = true
+}
+
+// PassOn makes a holding relay forward, once, what it holds as soon as
+// that includes cmd: everything up to the end of cmd goes on, in order,
+// and what comes after stays held. It happens on the relay's own
+// goroutine as the bytes arrive, so no test goroutine's delay, and no
+// window between a Release and a Hold, decides what passes. The channel
+// is closed once it has passed.
+func (r *ReplicationRelay) PassOn(cmd []byte) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pass = &passOn{cmd: cmd, passed: make(chan struct{})}
+	for l := range r.links {
+		r.passHeld(l)
+	}
+	return r.pass.passed
+}
+
+// passHeld forwards l's held bytes through the end of the pending PassOn's
+// command, if they hold it; r.mu is held.
+func (r *ReplicationRelay) passHeld(l *replLink) {
+	if r.pass == nil {
+		return
+	}
+	i := bytes.Index(l.held, r.pass.cmd)
+	if i < 0 {
+		return
+	}
+	end := i + len(r.pass.cmd)
+	_, _ = l.client.Write(l.held[:end])
+	l.held = append([]byte(nil), l.held[end:]...)
+	close(r.pass.passed)
+	r.pass = nil
 }
 
 // Release forwards what the relay holds, in order, and forwards again from
@@ -186,6 +233,7 @@ func (r *ReplicationRelay) forward(l *replLink) {
 		r.mu.Lock()
 		if r.holding {
 			l.held = append(l.held, buf[:n]...)
+			r.passHeld(l)
 		} else if n > 0 {
 			_, _ = l.client.Write(buf[:n])
 		}

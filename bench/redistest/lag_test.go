@@ -49,6 +49,27 @@ func TestReplicationRelayHoldsAndReleases(t *testing.T) {
 	require.Zero(t, r.Held())
 }
 
+// PassOn(GetAck) lets one WAIT's acknowledgement through: the writes up to
+// that WAIT's GETACK reach the replica, which acknowledges them, and a
+// write after it stays held.
+func TestReplicationRelayPassesOnOneGetAck(t *testing.T) {
+	ctx, l := startLagging(t)
+	r, m, rep := l.relay, l.master.Admin(), l.replica.Admin()
+	r.Hold()
+	passed := r.PassOn(GetAck)
+	require.NoError(t, m.Set(ctx, "acked", 1, 0).Err())
+	require.EqualValues(t, 1, m.Wait(ctx, 1, 5*time.Second).Val(), "the write before the GETACK is acknowledged")
+	select {
+	case <-passed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("PassOn never passed")
+	}
+	require.Equal(t, "1", rep.Get(ctx, "acked").Val())
+	require.NoError(t, m.Set(ctx, "after", 1, 0).Err())
+	require.EqualValues(t, 0, m.Wait(ctx, 1, 100*time.Millisecond).Val(), "a write after it is held")
+	require.ErrorIs(t, rep.Get(ctx, "after").Err(), redis.Nil)
+}
+
 // Drop after the master's death loses what the relay held: the replica,
 // promoted, lacks the held write. This is the lag a failover can lose.
 func TestReplicationRelayDropLosesWhatItHeld(t *testing.T) {
