@@ -58,6 +58,10 @@ type Result struct {
 	// runs, pub/sub included.
 	ClientCommands int64   `json:"client_commands"`
 	ClientPerAcq   float64 `json:"client_commands_per_acq"`
+	// ClientDials is how many connections the workers' clients dialed
+	// during the runs: each one's handshake (HELLO, CLIENT SETINFO, ...) is
+	// in ClientCommands.
+	ClientDials int64 `json:"client_dials"`
 	// ServerCommands is the INFO commandstats delta in calls by command,
 	// which also counts the commands scripts run, and ServerUsecPerAcq the
 	// server time (commandstats usec) per acquisition; n/a when the server
@@ -174,13 +178,14 @@ func summarizeRW(r *Result, elapsed time.Duration, workers []*worker) {
 func combine(rounds []Result) Result {
 	r := rounds[0]
 	r.Rounds = len(rounds)
-	r.Elapsed, r.Acquisitions, r.Handoffs, r.ClientCommands, r.Violations = 0, 0, 0, 0, 0
+	r.Elapsed, r.Acquisitions, r.Handoffs, r.ClientCommands, r.ClientDials, r.Violations = 0, 0, 0, 0, 0, 0
 	r.ServerCommands = nil
 	for _, x := range rounds {
 		r.Elapsed += x.Elapsed
 		r.Acquisitions += x.Acquisitions
 		r.Handoffs += x.Handoffs
 		r.ClientCommands += x.ClientCommands
+		r.ClientDials += x.ClientDials
 		r.Violations += x.Violations
 		for k, v := range x.ServerCommands {
 			if r.ServerCommands == nil {

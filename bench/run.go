@@ -129,7 +129,7 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	servers := append([]redis.UniversalClient{admin}, openNodes(t, sc.Nodes)...)
 	defer closeAll(servers[1:])
 	statsBefore, statsErr := readAllCommands(ctx, servers)
-	sentBefore := sent.n.Load()
+	sentBefore, dialsBefore := sent.n.Load(), sent.dials.Load()
 	failed, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	runCtx, stop := context.WithTimeout(failed, sc.Duration)
@@ -159,6 +159,7 @@ func runOne(ctx context.Context, t Target, admin redis.UniversalClient, algo Alg
 	pings.add(holders)
 	r := summarize(algo.Name, sc, elapsed, workers, rec, pings.rtts)
 	r.ClientCommands = sent.n.Load() - sentBefore - holders.sent
+	r.ClientDials = sent.dials.Load() - dialsBefore
 	r.ClientPerAcq = perAcquisition(r.ClientCommands, r.Acquisitions)
 	// An embedded server's CPU, or a delay proxy's, is the process's own:
 	// the figure would count it as the lock clients'.

@@ -64,7 +64,12 @@ func TestSuiteOnARealServer(t *testing.T) {
 				// The latch's DEL goes out in the background after Unlock
 				// returns, so a DEL of a pair before the window can land in
 				// it: one in flight at each edge of the one worker's window.
-				want, delta = 3, 0.1+2/float64(r.Acquisitions)
+				// A DEL still in flight as the next Lock goes out takes a
+				// second connection, which the pool may dial in the window,
+				// with its handshake (HELLO, CLIENT SETINFO twice, CLIENT
+				// MAINT_NOTIFICATIONS: 4 at most): under load 10 to 20 dials
+				// in a window, which failed CI at 3.14 per acquisition.
+				want, delta = 3, 0.1+float64(2+4*r.ClientDials)/float64(r.Acquisitions)
 			}
 			require.InDelta(t, want, r.ClientPerAcq, delta, name)
 		case hotKey:

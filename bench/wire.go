@@ -12,7 +12,10 @@ import (
 // commandCounter counts the commands clients write to their connections,
 // pub/sub and handshakes included. It counts on the wire because go-redis's
 // process hooks never see the commands of a PubSub.
-type commandCounter struct{ n atomic.Int64 }
+type commandCounter struct {
+	n     atomic.Int64 // commands
+	dials atomic.Int64 // connections dialed, each with its handshake's commands in n
+}
 
 // attach makes every connection rdb dials from now on count into c. A
 // cluster client dials through one client per node, so the hook goes there.
@@ -31,6 +34,7 @@ func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook {
 		if err != nil {
 			return nil, err
 		}
+		c.dials.Add(1)
 		return c.wrap(conn), nil
 	}
 }
