@@ -338,10 +338,20 @@
 // tell H's call from one that holds nothing, since H's holds may be under
 // another owner. So a later call may take a member after k while the set
 // waits (rlock's TestLockAllNestedPastWaitingSet guards this; queuing the
-// set at every later member of its group deadlocked it). Letting such a
-// call pass would need a call to name the owner whose holds it may wait
-// under, and a rule that a holder takes later names under that owner
-// only.
+// set at every later member of its group deadlocked it).
+//
+// Nor can a rule that lets such a call pass (naming the owner whose
+// holds it may wait under) keep the set ahead of every later set there.
+// A later set S2 may take a name b between k and m while the set S waits
+// for k: were S ahead of S2 at m, S2 would wait at m holding b, and H,
+// taking b next as above, would wait for S2: H for S2, S2 for S, S for H,
+// with no owner shared. S2 must take m past S, or give b back and retry,
+// which a set never does (rlock's TestLockAllLaterSetPastWaitingSet; it
+// fails with the set queued at every later member). So a set is ahead of
+// later calls on the member it waits for and those it holds, and no
+// further, by necessity: with sets that wait holding what they have, and
+// holders that may take later names, no order of waiters can be ahead on
+// every member without a circle.
 //
 // ReleaseSet
 // (lua/release_set.lua) leaves one hold of each member as release.lua

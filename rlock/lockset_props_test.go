@@ -257,3 +257,59 @@ func TestLockAllNestedPastWaitingSet(t *testing.T) {
 		})
 	}
 }
+
+// A later set S2 takes a name b that the holder H of a waiting set S's
+// first member a takes next (through its Context, with Lock or LockAll,
+// as the ordering rule and LockAll's re-entry allow), and S2's next name
+// c is one S waits to take after a. Were S ahead of S2 at c (property 3
+// on every member), S2 would wait there holding b, H for S2 at b, and S
+// for H at a: a circle. So S2 must take c past S, or give b back and
+// retry, which property 2 forbids: property 3 cannot hold on the members
+// after the one a set waits for. The circle needs no shared owner, so
+// naming owners (see TestLockAllNestedPastWaitingSet) does not avoid it.
+func TestLockAllLaterSetPastWaitingSet(t *testing.T) {
+	for _, kind := range []string{"Lock", "LockAll"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx, srv := serve(t)
+			c := newClient(t, srv)
+			names := inOrder(t, c, "p-a", "p-b", "p-c")
+			a, b, cn := names[0], names[1], names[2]
+			h, err := c.Lock(ctx, a)
+			require.NoError(t, err)
+			other := newClient(t, srv)
+			warmGrantLine(ctx, t, other)
+			waiting := lockAllInBackground(ctx, other, []string{a, cn})
+			waitForQueued(t, srv, a, 1)
+
+			later, cancelLater := context.WithTimeout(ctx, fast)
+			defer cancelLater()
+			s2 := lockAllInBackground(later, newClient(t, srv), []string{b, cn})
+			require.Eventually(t, func() bool { return holderOf(ctx, t, c, b) != "" }, fast, time.Millisecond, "the later set takes %s", b)
+			nested, cancel := context.WithTimeout(h.Context(), fast)
+			defer cancel()
+			taken := make(chan error, 1)
+			go func() {
+				if kind == "Lock" {
+					m, err := c.Lock(nested, b)
+					if err == nil {
+						err = m.Unlock(ctx)
+					}
+					taken <- err
+					return
+				}
+				s, err := c.LockAll(nested, []string{a, b})
+				if err == nil {
+					err = s.Unlock(ctx)
+				}
+				taken <- err
+			}()
+			o := receiveSet(t, s2)
+			require.NoError(t, o.err, "the later set waited at %s for the set that waits for H, holding %s, which H waits for", cn, b)
+			require.NoError(t, o.s.Unlock(ctx))
+			require.NoError(t, <-taken, "H's next name after the later set let it go")
+			require.NoError(t, h.Unlock(ctx))
+			require.NoError(t, receiveWholeSet(ctx, t, c, waiting, a, cn).Unlock(ctx))
+			requireNothingLeft(ctx, t, c, admin(t, srv), names...)
+		})
+	}
+}
