@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/notify/slot"
 )
 
@@ -221,6 +222,39 @@ func TestLockAllNotStarved(t *testing.T) {
 	requireNothingLeft(ctx, t, c, admin(t, srv), names...)
 }
 
+// setWaitsForHeld starts a server and three names a < b < c in the
+// canonical order, has a Lock h hold a, and a set {a, c} on another
+// client wait for a.
+func setWaitsForHeld(t *testing.T, prefix string) (ctx context.Context, srv *redistest.Server, c *Client, names []string, h *Lock, waiting <-chan setOutcome) {
+	ctx, srv = serve(t)
+	c = newClient(t, srv)
+	names = inOrder(t, c, prefix+"-a", prefix+"-b", prefix+"-c")
+	h, err := c.Lock(ctx, names[0])
+	require.NoError(t, err)
+	other := newClient(t, srv)
+	warmGrantLine(ctx, t, other)
+	waiting = lockAllInBackground(ctx, other, []string{names[0], names[2]})
+	waitForQueued(t, srv, names[0], 1)
+	return ctx, srv, c, names, h, waiting
+}
+
+// takeNext has the holder of names[0] take name next through nested, with
+// Lock (kind "Lock") or with a LockAll of names[0] and name, and let go.
+func takeNext(ctx, nested context.Context, c *Client, kind string, names []string, name string) error {
+	if kind == "Lock" {
+		m, err := c.Lock(nested, name)
+		if err != nil {
+			return err
+		}
+		return m.Unlock(ctx)
+	}
+	s, err := c.LockAll(nested, []string{names[0], name})
+	if err != nil {
+		return err
+	}
+	return s.Unlock(ctx)
+}
+
 // A caller holding a set's first member (a Lock) takes a later member
 // through that lock's Context, with Lock or LockAll, as the ordering rule
 // allows, while another set waits for that first member: the caller must
@@ -230,27 +264,10 @@ func TestLockAllNotStarved(t *testing.T) {
 func TestLockAllNestedPastWaitingSet(t *testing.T) {
 	for _, kind := range []string{"Lock", "LockAll"} {
 		t.Run(kind, func(t *testing.T) {
-			ctx, srv := serve(t)
-			c := newClient(t, srv)
-			names := inOrder(t, c, "n-a", "n-b", "n-c")
-			l, err := c.Lock(ctx, names[0])
-			require.NoError(t, err)
-			other := newClient(t, srv)
-			warmGrantLine(ctx, t, other)
-			waiting := lockAllInBackground(ctx, other, []string{names[0], names[2]})
-			waitForQueued(t, srv, names[0], 1)
-
+			ctx, srv, c, names, l, waiting := setWaitsForHeld(t, "n")
 			nested, cancel := context.WithTimeout(l.Context(), fast)
 			defer cancel()
-			if kind == "Lock" {
-				m, err := c.Lock(nested, names[2])
-				require.NoError(t, err, "the nested Lock waited for the set that waits for it")
-				require.NoError(t, m.Unlock(ctx))
-			} else {
-				s, err := c.LockAll(nested, names)
-				require.NoError(t, err, "the nested set waited for the set that waits for it")
-				require.NoError(t, s.Unlock(ctx))
-			}
+			require.NoError(t, takeNext(ctx, nested, c, kind, names, names[2]), "the nested call waited for the set that waits for it")
 			require.NoError(t, l.Unlock(ctx))
 			require.NoError(t, receiveWholeSet(ctx, t, c, waiting, names[0], names[2]).Unlock(ctx))
 			requireNothingLeft(ctx, t, c, admin(t, srv), names...)
@@ -270,17 +287,8 @@ func TestLockAllNestedPastWaitingSet(t *testing.T) {
 func TestLockAllLaterSetPastWaitingSet(t *testing.T) {
 	for _, kind := range []string{"Lock", "LockAll"} {
 		t.Run(kind, func(t *testing.T) {
-			ctx, srv := serve(t)
-			c := newClient(t, srv)
-			names := inOrder(t, c, "p-a", "p-b", "p-c")
-			a, b, cn := names[0], names[1], names[2]
-			h, err := c.Lock(ctx, a)
-			require.NoError(t, err)
-			other := newClient(t, srv)
-			warmGrantLine(ctx, t, other)
-			waiting := lockAllInBackground(ctx, other, []string{a, cn})
-			waitForQueued(t, srv, a, 1)
-
+			ctx, srv, c, names, h, waiting := setWaitsForHeld(t, "p")
+			b, cn := names[1], names[2]
 			later, cancelLater := context.WithTimeout(ctx, fast)
 			defer cancelLater()
 			s2 := lockAllInBackground(later, newClient(t, srv), []string{b, cn})
@@ -288,27 +296,13 @@ func TestLockAllLaterSetPastWaitingSet(t *testing.T) {
 			nested, cancel := context.WithTimeout(h.Context(), fast)
 			defer cancel()
 			taken := make(chan error, 1)
-			go func() {
-				if kind == "Lock" {
-					m, err := c.Lock(nested, b)
-					if err == nil {
-						err = m.Unlock(ctx)
-					}
-					taken <- err
-					return
-				}
-				s, err := c.LockAll(nested, []string{a, b})
-				if err == nil {
-					err = s.Unlock(ctx)
-				}
-				taken <- err
-			}()
+			go func() { taken <- takeNext(ctx, nested, c, kind, names, b) }()
 			o := receiveSet(t, s2)
 			require.NoError(t, o.err, "the later set waited at %s for the set that waits for H, holding %s, which H waits for", cn, b)
 			require.NoError(t, o.s.Unlock(ctx))
 			require.NoError(t, <-taken, "H's next name after the later set let it go")
 			require.NoError(t, h.Unlock(ctx))
-			require.NoError(t, receiveWholeSet(ctx, t, c, waiting, a, cn).Unlock(ctx))
+			require.NoError(t, receiveWholeSet(ctx, t, c, waiting, names[0], cn).Unlock(ctx))
 			requireNothingLeft(ctx, t, c, admin(t, srv), names...)
 		})
 	}
