@@ -7,6 +7,7 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,7 +261,11 @@ func TestAttackLockSetMemberUnlockedAlone(t *testing.T) {
 	if s.Context().Err() == nil {
 		t.Fatalf("the set's Context lives on without its member %s", l.Name())
 	}
-	t.Logf("the set's Unlock: %v", s.Unlock(ctx))
+	// Each member's answer is Lock.Unlock's: the member unlocked alone
+	// says ErrNotHeld, and the others are released all the same.
+	if err := s.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) || !strings.Contains(err.Error(), l.Name()) {
+		t.Fatalf("the set's Unlock: %v, want ErrNotHeld naming %s", err, l.Name())
+	}
 	for _, name := range names {
 		m, err := other.TryLock(ctx, name)
 		if err != nil {
