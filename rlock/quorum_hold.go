@@ -221,7 +221,7 @@ func (r *quorumLock) undoReentry(rep nodeReply[reentrant.AcquireResult], call ac
 func (r *quorumLock) leave(ctx context.Context, _ reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
 	r.giveUp(acquireCall{owner: owner, lease: lease, newOwner: newOwner}, nil)
 	r.mu.Lock()
-	waiters := r.waiters
+	waiters := slices.Clone(r.waiters) // a late subscription joins under mu
 	r.mu.Unlock()
 	replies, err := everyNode(ctx, r, func(ctx context.Context, i int) (struct{}, error) {
 		if waiters[i].ID == "" {
