@@ -1,0 +1,146 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/bench/redistest"
+)
+
+// One WithOwner owner, two quorum Clients calling Lock at the same moment:
+// one owner is one owner, so the second Lock re-enters the hold (same
+// token, count 2). Each node sees the two calls in its own order, so a
+// call can be a new grant on some nodes and a re-entry on others. Before
+// Keys.Raise left a re-entered hold's ID alone, round 2 moved the ID a
+// re-entry had named, the re-entry's give-back found nothing, and every
+// run left a count-1 hold on a node (on a majority in about one round of
+// three: the lock stayed taken a lease after both Unlocks), with Inspect
+// counting 3.
+func TestAttackQuorumSharedOwnerConcurrentLocks(t *testing.T) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	q1, q2, other := newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs)
+	for i := range 20 {
+		name := fmt.Sprintf("so%d", i)
+		octx := WithOwner(ctx, fmt.Sprintf("owner-%d", i))
+		var ls [2]*Lock
+		var errs [2]error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for j, q := range []*Client{q1, q2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				ls[j], errs[j] = q.Lock(octx, name, WaitAtMost(5*time.Second))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		require.NoError(t, errors.Join(errs[:]...), "round %d", i)
+		require.Equal(t, ls[0].Token(), ls[1].Token(), "round %d: one owner, one hold", i)
+		st, err := q1.Inspect(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), st.Holders[ls[0].Owner()], "round %d: two Locks of one owner count 2", i)
+		if i%2 == 1 {
+			ls[0], ls[1] = ls[1], ls[0]
+		}
+		require.NoError(t, ls[0].Unlock(ctx))
+		if l, err := other.TryLock(ctx, name); !errors.Is(err, ErrNotObtained) {
+			t.Fatalf("round %d: another owner's TryLock while the owner holds once: %v, %v", i, l, err)
+		}
+		require.NoError(t, ls[1].Unlock(ctx))
+		requireQuorumFree(t, ctx, srvs, other, name)
+	}
+}
+
+// One WithOwner owner's Unlock races its next quorum Lock, on another
+// Client in odd rounds and the same one in even ones: each node sees a
+// re-entry then a release, or a release then a new grant. The Lock must
+// hold while its Context lives, and its Unlock leave nothing. Before the
+// fix, 4 runs of 5 left a count-1 hold on one node after both Unlocks.
+func TestAttackQuorumSharedOwnerUnlockRacesLock(t *testing.T) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	q1, q2, other := newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs)
+	for i := range 200 {
+		name := fmt.Sprintf("ul%d", i)
+		octx := WithOwner(ctx, fmt.Sprintf("owner-%d", i))
+		l1, err := q1.Lock(octx, name)
+		require.NoError(t, err)
+		q := q2
+		if i%2 == 0 {
+			q = q1
+		}
+		var l2 *Lock
+		var err2, errU error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); l2, err2 = q.Lock(octx, name, WaitAtMost(5*time.Second)) }()
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i%20) * 50 * time.Microsecond)
+			errU = l1.Unlock(ctx)
+		}()
+		wg.Wait()
+		require.NoError(t, errors.Join(errU, err2), "round %d", i)
+		if l, err := other.TryLock(ctx, name); err == nil {
+			t.Fatalf("round %d: another owner took the lock (token %d) beside the owner's second Lock (Context live: %v)",
+				i, l.Token(), l2.Context().Err() == nil)
+		}
+		require.NoError(t, l2.Unlock(ctx))
+		requireQuorumFree(t, ctx, srvs, other, name)
+	}
+}
+
+// Another owner holds the lock; two calls of one WithOwner owner, on two
+// quorum Clients, queue behind it, and each unlocks once it holds. Both
+// return, and nothing is left after. Before the fix, each of 3 runs left
+// a count-1 hold behind (the wait path of the concurrent Locks above).
+func TestAttackQuorumSharedOwnerWaiters(t *testing.T) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	h, q1, q2, other := newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs)
+	for i := range 10 {
+		name := fmt.Sprintf("ow%d", i)
+		octx := WithOwner(ctx, fmt.Sprintf("owner-%d", i))
+		lh, err := h.Lock(ctx, name)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for j, q := range []*Client{q1, q2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := q.Lock(octx, name, WaitAtMost(8*time.Second))
+				if err == nil {
+					time.Sleep(2 * time.Millisecond)
+					err = l.Unlock(ctx)
+				}
+				errs[j] = err
+			}()
+		}
+		time.Sleep(30 * time.Millisecond) // both queued
+		require.NoError(t, lh.Unlock(ctx))
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...), "round %d", i)
+		requireQuorumFree(t, ctx, srvs, other, name)
+	}
+}
+
+// requireQuorumFree waits for name to be gone from every node (an Unlock
+// returns once a majority confirmed it), then takes and gives back the
+// lock with other.
+func requireQuorumFree(t *testing.T, ctx context.Context, srvs []*redistest.Server, other *Client, name string) {
+	t.Helper()
+	requireNothingLeftOnNodes(t, ctx, srvs, name)
+	l, err := other.TryLock(ctx, name)
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+}
