@@ -228,7 +228,9 @@ func (r *quorumLock) undoReentry(rep nodeReply[reentrant.AcquireResult], call ac
 func (r *quorumLock) leave(ctx context.Context, _ reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
 	r.giveUp(acquireCall{owner: owner, lease: lease, newOwner: newOwner}, nil)
 	r.mu.Lock()
-	waiters := r.waiters
+	// A copy: a subscription that joins late writes its node's waiter
+	// (see join), under mu.
+	waiters := slices.Clone(r.waiters)
 	r.mu.Unlock()
 	replies, err := everyNode(ctx, r, func(ctx context.Context, i int) (struct{}, error) {
 		if waiters[i].ID == "" {
