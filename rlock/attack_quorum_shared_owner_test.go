@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/batonlock/baton/bench/redistest"
 )
 
 // One WithOwner owner, two quorum Clients calling Lock at the same moment:
@@ -23,12 +21,7 @@ import (
 // three: the lock stayed taken a lease after both Unlocks), with Inspect
 // counting 3.
 func TestAttackQuorumSharedOwnerConcurrentLocks(t *testing.T) {
-	ctx := testCtx(t)
-	srvs := startNodes(t, 3)
-	q1, q2, other := newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs)
-	for i := range 20 {
-		name := fmt.Sprintf("so%d", i)
-		octx := WithOwner(ctx, fmt.Sprintf("owner-%d", i))
+	sharedOwnerRounds(t, 20, func(ctx, octx context.Context, i int, name string, q1, q2, other *Client) {
 		var ls [2]*Lock
 		var errs [2]error
 		var wg sync.WaitGroup
@@ -56,8 +49,7 @@ func TestAttackQuorumSharedOwnerConcurrentLocks(t *testing.T) {
 			t.Fatalf("round %d: another owner's TryLock while the owner holds once: %v, %v", i, l, err)
 		}
 		require.NoError(t, ls[1].Unlock(ctx))
-		requireQuorumFree(t, ctx, srvs, other, name)
-	}
+	})
 }
 
 // One WithOwner owner's Unlock races its next quorum Lock, on another
@@ -66,12 +58,7 @@ func TestAttackQuorumSharedOwnerConcurrentLocks(t *testing.T) {
 // hold while its Context lives, and its Unlock leave nothing. Before the
 // fix, 4 runs of 5 left a count-1 hold on one node after both Unlocks.
 func TestAttackQuorumSharedOwnerUnlockRacesLock(t *testing.T) {
-	ctx := testCtx(t)
-	srvs := startNodes(t, 3)
-	q1, q2, other := newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs)
-	for i := range 200 {
-		name := fmt.Sprintf("ul%d", i)
-		octx := WithOwner(ctx, fmt.Sprintf("owner-%d", i))
+	sharedOwnerRounds(t, 200, func(ctx, octx context.Context, i int, name string, q1, q2, other *Client) {
 		l1, err := q1.Lock(octx, name)
 		require.NoError(t, err)
 		q := q2
@@ -95,8 +82,7 @@ func TestAttackQuorumSharedOwnerUnlockRacesLock(t *testing.T) {
 				i, l.Token(), l2.Context().Err() == nil)
 		}
 		require.NoError(t, l2.Unlock(ctx))
-		requireQuorumFree(t, ctx, srvs, other, name)
-	}
+	})
 }
 
 // Another owner holds the lock; two calls of one WithOwner owner, on two
@@ -104,13 +90,8 @@ func TestAttackQuorumSharedOwnerUnlockRacesLock(t *testing.T) {
 // return, and nothing is left after. Before the fix, each of 3 runs left
 // a count-1 hold behind (the wait path of the concurrent Locks above).
 func TestAttackQuorumSharedOwnerWaiters(t *testing.T) {
-	ctx := testCtx(t)
-	srvs := startNodes(t, 3)
-	h, q1, q2, other := newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs)
-	for i := range 10 {
-		name := fmt.Sprintf("ow%d", i)
-		octx := WithOwner(ctx, fmt.Sprintf("owner-%d", i))
-		lh, err := h.Lock(ctx, name)
+	sharedOwnerRounds(t, 10, func(ctx, octx context.Context, i int, name string, q1, q2, other *Client) {
+		lh, err := other.Lock(ctx, name)
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -130,17 +111,24 @@ func TestAttackQuorumSharedOwnerWaiters(t *testing.T) {
 		require.NoError(t, lh.Unlock(ctx))
 		wg.Wait()
 		require.NoError(t, errors.Join(errs...), "round %d", i)
-		requireQuorumFree(t, ctx, srvs, other, name)
-	}
+	})
 }
 
-// requireQuorumFree waits for name to be gone from every node (an Unlock
-// returns once a majority confirmed it), then takes and gives back the
-// lock with other.
-func requireQuorumFree(t *testing.T, ctx context.Context, srvs []*redistest.Server, other *Client, name string) {
-	t.Helper()
-	requireNothingLeftOnNodes(t, ctx, srvs, name)
-	l, err := other.TryLock(ctx, name)
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(ctx))
+// sharedOwnerRounds runs round n times on 3 nodes, each time on a name of
+// its own with an owner of its own (octx), with quorum Clients q1 and q2
+// for the owner and other for another owner. After each round, name must
+// be gone from every node (an Unlock returns once a majority confirmed
+// it, so it waits for the rest) and free for other.
+func sharedOwnerRounds(t *testing.T, n int, round func(ctx, octx context.Context, i int, name string, q1, q2, other *Client)) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	q1, q2, other := newQuorumClient(t, srvs), newQuorumClient(t, srvs), newQuorumClient(t, srvs)
+	for i := range n {
+		name := fmt.Sprintf("so%d", i)
+		round(ctx, WithOwner(ctx, fmt.Sprintf("owner-%d", i)), i, name, q1, q2, other)
+		requireNothingLeftOnNodes(t, ctx, srvs, name)
+		l, err := other.TryLock(ctx, name)
+		require.NoError(t, err, "round %d", i)
+		require.NoError(t, l.Unlock(ctx))
+	}
 }
