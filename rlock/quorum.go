@@ -28,7 +28,8 @@ var (
 	// ErrNoQuorum: in quorum mode, too few nodes answered for a majority
 	// to take, renew or release the lock; the error names the nodes that
 	// did not. A Lock or TryLock that fails with it has given back what
-	// it took on the nodes that did.
+	// it took on the nodes that did. Where a node failed by refusing at
+	// the end of the token range, it matches ErrTokenOverflow too.
 	ErrNoQuorum = errors.New("rlock: no majority of the quorum's nodes answered")
 )
 
