@@ -128,16 +128,16 @@
 // raised is not committed, and a new hold's T counts only through the M
 // nodes that committed it.
 //
-// Two calls of one owner that look at once may both fail so: one has new
-// grants on a majority (two majorities share a node, which grants one of
-// them new and lets the other re-enter), the other re-enters some of
-// them before their raise. The re-entries are never kept (a re-entry
-// short of a majority of one hold is given back as its look ends), so
-// the next look of either finds the other's counts gone, or a committed
-// hold to re-enter. Nothing bounds how often the race repeats, but the
-// two calls' next looks come apart: a failed commit looks again at once,
-// a look that found the lock free of other owners waits for a message
-// or a second (a TryLock that fails so returns ErrNotObtained).
+// Two calls of one owner that look at once may both fail so: at most one
+// has new grants on a majority (two majorities share a node, which grants
+// one call new and lets the other re-enter), and the other re-enters
+// some of them before their raise. The re-entries are never kept (a
+// re-entry short of a majority of one hold is given back as its look
+// ends), so a look that does not meet the other call's finds its counts
+// gone, or a committed hold to re-enter. Nothing bounds how often the
+// looks meet, but the wait path sets them apart: a failed commit looks
+// again at once, a look that found no other owner's hold waits for a
+// message or a second. A TryLock that fails so returns ErrNotObtained.
 //
 // Round 2. Each granted node runs lua/quorum_raise.lua (Keys.Raise): in
 // one script, and only while the owner still holds the lock there under
