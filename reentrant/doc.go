@@ -115,9 +115,29 @@
 // majority re-entering one hold makes the look a re-entry of it (its
 // token, no round 2, every other grant given back); otherwise the
 // re-entries are given back, and T and round 2 are over the new grants
-// alone, of which a majority is needed as before. Neither changes the
-// arguments below: a re-entry makes no new hold, and a new hold's T
-// counts only through the M nodes that committed it.
+// alone, of which a majority is needed as before. Nor does round 2 raise
+// a new grant that another call of the owner re-entered before the raise
+// came (its count above 1): that call names the hold by t_i, and gives
+// its count back by it. The raise answers that the node holds the hold
+// under t_i, not raised; the raising call counts the node as not
+// committed and gives its own count back by t_i as well. So a hold's ID
+// never moves under a call that named it, and every count goes back by
+// the ID it was taken under (a raise moving it made the other call's
+// give-back find nothing, and left its count behind). None of this
+// changes the arguments below: a re-entry makes no new hold, a node not
+// raised is not committed, and a new hold's T counts only through the M
+// nodes that committed it.
+//
+// Two calls of one owner that look at once may both fail so: at most one
+// has new grants on a majority (two majorities share a node, which grants
+// one call new and lets the other re-enter), and the other re-enters
+// some of them before their raise. The re-entries are never kept (a
+// re-entry short of a majority of one hold is given back as its look
+// ends), so a look that does not meet the other call's finds its counts
+// gone, or a committed hold to re-enter. Nothing bounds how often the
+// looks meet, but the wait path sets them apart: a failed commit looks
+// again at once, a look that found no other owner's hold waits for a
+// message or a second. A TryLock that fails so returns ErrNotObtained.
 //
 // Round 2. Each granted node runs lua/quorum_raise.lua (Keys.Raise): in
 // one script, and only while the owner still holds the lock there under
@@ -125,7 +145,8 @@
 // node (see Holds and tokens), so T is now the hold's ID on every node
 // that committed: its renewals, re-entries and release there name it by
 // T, with the scripts of one node. A node that did not commit is given
-// back (Raise, which tells whether it still holds, then release by T).
+// back (Raise, which tells whether it still holds, and under which ID,
+// then release by that ID).
 //
 // A node whose counter is at the end of the token range (see Holds and
 // tokens) refuses round 1 with an error: it counts as failed, and the

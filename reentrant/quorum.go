@@ -14,23 +14,31 @@ var raiseScript = newScript(luaFiles("master.lua", "token.lua", "quorum_raise.lu
 
 // Raise makes to the token and ID of owner's hold on this node, which its
 // acquire or grant made under token from: quorum mode's second round (see
-// the package doc's Quorum mode). It reports whether owner still held the
-// lock under from (or to, for a resend); if not, nothing changed. to must
+// the package doc's Quorum mode). It returns the hold's ID after the call:
+// to (raised, or by a resend); from, where another call of owner has
+// re-entered the hold under from, whose ID then stays (see Quorum mode); or
+// 0 where owner holds the lock under neither, and nothing changed. to must
 // be at least from, and at most MaxToken (else ErrTokenOverflow).
-func (k Keys) Raise(ctx context.Context, rdb redis.Scripter, owner string, from, to uint64, lease time.Duration) (bool, error) {
+func (k Keys) Raise(ctx context.Context, rdb redis.Scripter, owner string, from, to uint64, lease time.Duration) (uint64, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	switch {
 	case to < from:
-		return false, fmt.Errorf("reentrant: raise %q: token %d below %d", k.Name, to, from)
+		return 0, fmt.Errorf("reentrant: raise %q: token %d below %d", k.Name, to, from)
 	case to > MaxToken:
-		return false, fmt.Errorf("reentrant: raise %q: token %d: %w", k.Name, to, ErrTokenOverflow)
+		return 0, fmt.Errorf("reentrant: raise %q: token %d: %w", k.Name, to, ErrTokenOverflow)
 	}
 	n, err := raiseScript.Run(ctx, rdb, []string{k.Hash, k.Fence}, owner, formatToken(from), formatToken(to), ms).Int64()
 	if err != nil {
-		return false, fmt.Errorf("reentrant: raise %q: %w", k.Name, err)
+		return 0, fmt.Errorf("reentrant: raise %q: %w", k.Name, err)
 	}
-	return n == 1, nil
+	switch n {
+	case 1:
+		return to, nil
+	case 2:
+		return from, nil
+	}
+	return 0, nil
 }

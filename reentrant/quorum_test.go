@@ -16,20 +16,20 @@ func TestRaise(t *testing.T) {
 	require.NoError(t, err)
 	from, to := r.Token, r.Token+1000
 
-	ok, err := l.Raise(ctx, rdb, "B", from, to, testLease)
+	id, err := l.Raise(ctx, rdb, "B", from, to, testLease)
 	require.NoError(t, err)
-	require.False(t, ok, "another owner's hold")
-	ok, err = l.Raise(ctx, rdb, "A", from-1, to, testLease)
+	require.Zero(t, id, "another owner's hold")
+	id, err = l.Raise(ctx, rdb, "A", from-1, to, testLease)
 	require.NoError(t, err)
-	require.False(t, ok, "another hold's token")
+	require.Zero(t, id, "another hold's token")
 	require.Equal(t, from, currentToken(t, rdb, l), "a refused raise changes nothing")
 	_, err = l.Raise(ctx, rdb, "A", to, from, testLease)
 	require.Error(t, err, "a counter is never lowered")
 
 	for range 2 { // the second is a resend
-		ok, err = l.Raise(ctx, rdb, "A", from, to, testLease)
+		id, err = l.Raise(ctx, rdb, "A", from, to, testLease)
 		require.NoError(t, err)
-		require.True(t, ok)
+		require.Equal(t, to, id)
 		require.Equal(t, to, currentToken(t, rdb, l))
 	}
 	expiry, err := rdb.PExpireTime(ctx, l.Fence).Result()
@@ -45,11 +45,37 @@ func TestRaise(t *testing.T) {
 	rel, err := l.Release(ctx, rdb, "A", to, "rel")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
-	ok, err = l.Raise(ctx, rdb, "A", from, to, testLease)
+	id, err = l.Raise(ctx, rdb, "A", from, to, testLease)
 	require.NoError(t, err)
-	require.False(t, ok, "nothing to raise once released")
+	require.Zero(t, id, "nothing to raise once released")
 
 	next, err := l.AcquireNew(ctx, rdb, "C", testLease, Waiter{})
 	require.NoError(t, err)
 	require.Greater(t, next.Token, to, "the next hold's token is above the raised one")
+}
+
+// Raise leaves the ID of a hold another call of its owner re-entered under
+// it: that call names the hold by it, to give its count back. Once that
+// count is back, the hold is raised.
+func TestRaiseLeavesAReenteredHold(t *testing.T) {
+	ctx, rdb, l := setup(t, "raise-reentered")
+	r, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
+	require.NoError(t, err)
+	from, to := r.Token, r.Token+1000
+	again, err := l.Acquire(ctx, rdb, "A", "again", testLease, 0, Waiter{})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), again.HoldCount)
+	require.Equal(t, from, again.Token, "the re-entry names the hold by from")
+
+	id, err := l.Raise(ctx, rdb, "A", from, to, testLease)
+	require.NoError(t, err)
+	require.Equal(t, from, id, "held under from, not raised")
+	require.Equal(t, from, currentToken(t, rdb, l))
+
+	rel, err := l.Release(ctx, rdb, "A", from, "rel-again")
+	require.NoError(t, err)
+	require.Equal(t, StillHeld, rel.Status, "the re-entry's count goes back by the name it had")
+	id, err = l.Raise(ctx, rdb, "A", from, to, testLease)
+	require.NoError(t, err)
+	require.Equal(t, to, id)
 }

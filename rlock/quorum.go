@@ -28,7 +28,8 @@ var (
 	// ErrNoQuorum: in quorum mode, too few nodes answered for a majority
 	// to take, renew or release the lock; the error names the nodes that
 	// did not. A Lock or TryLock that fails with it has given back what
-	// it took on the nodes that did.
+	// it took on the nodes that did. Where a node failed by refusing at
+	// the end of the token range, it matches ErrTokenOverflow too.
 	ErrNoQuorum = errors.New("rlock: no majority of the quorum's nodes answered")
 )
 
@@ -222,13 +223,20 @@ func (q *quorum) close() error {
 }
 
 // unreachable is ErrNoQuorum for the nodes in errs (node → its error),
-// naming each.
+// naming each. A node's refusal at the end of the token range stays
+// wrapped, so that the error matches ErrTokenOverflow too, as every
+// refusing script's error does.
 func (q *quorum) unreachable(name string, errs map[int]error) error {
-	var b strings.Builder
+	format, args := "%w: %q", []any{ErrNoQuorum, name}
 	for i := range q.nodes {
 		if err, ok := errs[i]; ok {
-			fmt.Fprintf(&b, "; node %d (%s): %v", i, q.names[i], err)
+			verb := "%v"
+			if errors.Is(err, ErrTokenOverflow) {
+				verb = "%w"
+			}
+			format += "; node %d (%s): " + verb
+			args = append(args, i, q.names[i], err)
 		}
 	}
-	return fmt.Errorf("%w: %q%s", ErrNoQuorum, name, b.String())
+	return fmt.Errorf(format, args...)
 }

@@ -100,14 +100,21 @@ func (r *quorumLock) release(ctx context.Context, owner string, id uint64, reque
 	r.mu.Unlock()
 	releaseOn := func(ctx context.Context, i int) (reentrant.ReleaseResult, error) {
 		p := r.nodes[i]
+		under := id
 		if from, ok := joining[i]; ok {
 			// The counter's expiry only rises: the watchdog's lease keeps
-			// it past id's time, which is all a released hold needs.
-			if _, err := p.keys.Raise(ctx, p.rdb, owner, from, id, r.c.cfg.watchdogLease); err != nil {
+			// it past id's time, which is all a released hold needs. A
+			// node left under from (re-entered by another call of the
+			// owner) is released by from: its count there is this hold's.
+			raised, err := p.keys.Raise(ctx, p.rdb, owner, from, id, r.c.cfg.watchdogLease)
+			if err != nil {
 				return reentrant.ReleaseResult{}, err
 			}
+			if raised != 0 {
+				under = raised
+			}
 		}
-		return p.release(ctx, owner, id, requestID)
+		return p.release(ctx, owner, under, requestID)
 	}
 	// A node's release that failed, or answered after the verdict, is
 	// resent under the same request ID until it is answered: the hold

@@ -143,7 +143,11 @@ func (r *quorumLock) raiseJoining(ctx context.Context, i int, call acquireCall, 
 	if !joining {
 		return
 	}
-	r.raiseOn(ctx, i, call, from, to)
+	// A node held under from, not raised (another call of the owner
+	// re-entered it there), is not the hold's: it is given back by from.
+	if id := r.raiseOn(ctx, i, call, from, to); id != to && id != 0 {
+		releaseRetrying(ctx, r.nodes[i], call.owner, id)
+	}
 	r.mu.Lock()
 	delete(r.joining, i)
 	r.mu.Unlock()
@@ -170,27 +174,33 @@ func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
 
 // giveBackOn gives back, in the background, the hold node i granted under
 // token from, which round 2 may have raised to to: raising it again (a
-// no-op if it was) tells whether the node still holds it, and names it by
-// to, which the release then gives back.
+// no-op if it was) tells whether the node still holds it, and by which
+// ID: to, or from where another call of the owner re-entered it before
+// it was raised (see Keys.Raise); the release then gives it back by that
+// ID, which is that call's name for the hold too.
 func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64) {
 	r.c.background.run(call.lease, func(ctx context.Context) {
-		if r.raiseOn(ctx, i, call, from, to) {
-			releaseRetrying(ctx, r.nodes[i], call.owner, to)
+		if id := r.raiseOn(ctx, i, call, from, to); id != 0 {
+			releaseRetrying(ctx, r.nodes[i], call.owner, id)
 		}
 	})
 }
 
 // raiseOn raises owner's hold on node i from token from to to (see
-// Keys.Raise), resent until the node answers or ctx ends, and reports
-// whether the node holds it under to.
-func (r *quorumLock) raiseOn(ctx context.Context, i int, call acquireCall, from, to uint64) bool {
+// Keys.Raise), resent until the node answers or ctx ends, and returns the
+// ID the node holds it under: to, from (re-entered, not raised), or 0
+// (not held, or no answer).
+func (r *quorumLock) raiseOn(ctx context.Context, i int, call acquireCall, from, to uint64) uint64 {
 	p := r.nodes[i]
-	var held bool
+	var id uint64
 	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-		held, err = p.keys.Raise(ctx, p.rdb, call.owner, from, to, call.lease)
+		id, err = p.keys.Raise(ctx, p.rdb, call.owner, from, to, call.lease)
 		return err
 	})
-	return err == nil && held
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // leaveOthers takes the call's waiter out of the queue of every node that

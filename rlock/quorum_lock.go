@@ -271,11 +271,11 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 	}
 	out.token = T
 	replies, err := fanOut(ctx, r.c, call.lease, nodes,
-		func(ctx context.Context, i int) (bool, error) {
+		func(ctx context.Context, i int) (uint64, error) {
 			return r.nodes[i].keys.Raise(ctx, r.nodes[i].rdb, call.owner, granted[i], T, call.lease)
 		},
-		func(got []nodeReply[bool]) bool { return countTrue(got) >= r.q.majority }, false,
-		func(late nodeReply[bool]) { r.finishRaise(late.node, call, granted[late.node], out) })
+		func(got []nodeReply[uint64]) bool { return countRaised(got, T) >= r.q.majority }, false,
+		func(late nodeReply[uint64]) { r.finishRaise(late.node, call, granted[late.node], out) })
 	committed, failed := map[int]bool{}, map[int]error{}
 	unanswered := maps.Clone(granted)
 	for _, rep := range replies {
@@ -283,7 +283,7 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 		switch {
 		case rep.err != nil:
 			failed[rep.node] = rep.err
-		case rep.val:
+		case rep.val == T:
 			committed[rep.node] = true
 		}
 	}
@@ -316,11 +316,11 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 	return reentrant.AcquireResult{Acquired: true, HoldCount: 1, Token: T}, nil
 }
 
-// countTrue counts the replies that are true.
-func countTrue(got []nodeReply[bool]) int {
+// countRaised counts the replies of nodes that hold the hold under T.
+func countRaised(got []nodeReply[uint64], T uint64) int {
 	n := 0
 	for _, r := range got {
-		if r.err == nil && r.val {
+		if r.err == nil && r.val == T {
 			n++
 		}
 	}
