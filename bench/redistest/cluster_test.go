@@ -72,7 +72,14 @@ func TestClusterAddReplica(t *testing.T) {
 	for i, n := range cl.Nodes {
 		key := "{" + cl.TagOn(t, n, "r") + "}"
 		require.NoError(t, n.Admin().Set(ctx, key, "v", 0).Err())
-		acked, err := n.Admin().Wait(ctx, 1, 100*time.Millisecond).Result()
+		// WAIT returns at the acknowledgement, so the replica's master may
+		// wait long (a loaded CI machine took over 100 ms); a master with
+		// no replica answers 0 at the timeout, which may be short.
+		within := 100 * time.Millisecond
+		if i == 0 {
+			within = 5 * time.Second
+		}
+		acked, err := n.Admin().Wait(ctx, 1, within).Result()
 		require.NoError(t, err)
 		if i == 0 {
 			require.EqualValues(t, 1, acked, "the replica acknowledges its master's write")
