@@ -83,7 +83,15 @@ func TestClusterAddReplica(t *testing.T) {
 		require.NoError(t, err)
 		if i == 0 {
 			require.EqualValues(t, 1, acked, "the replica acknowledges its master's write")
-			require.Equal(t, "v", reader.Get(ctx, key).Val())
+			// The replica has the write (WAIT); whether it serves the read
+			// also rests on its own cluster view, which gossip brings.
+			deadline := time.Now().Add(5 * time.Second)
+			for got := reader.Get(ctx, key); got.Val() != "v"; got = reader.Get(ctx, key) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the replica does not serve the write: %v", got)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		} else {
 			require.Zero(t, acked, "%s has no replica", n.Addr)
 		}
