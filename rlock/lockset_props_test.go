@@ -292,7 +292,12 @@ func TestLockAllLaterSetPastWaitingSet(t *testing.T) {
 			later, cancelLater := context.WithTimeout(ctx, fast)
 			defer cancelLater()
 			s2 := lockAllInBackground(later, newClient(t, srv), []string{b, cn})
-			require.Eventually(t, func() bool { return holderOf(ctx, t, c, b) != "" }, fast, time.Millisecond, "the later set takes %s", b)
+			// Inspect, not holderOf: Eventually runs the condition off the
+			// test goroutine, where a require may not stop the test.
+			require.Eventually(t, func() bool {
+				st, err := c.Inspect(ctx, b)
+				return err == nil && len(st.Holders) > 0
+			}, fast, time.Millisecond, "the later set takes %s", b)
 			nested, cancel := context.WithTimeout(h.Context(), fast)
 			defer cancel()
 			taken := make(chan error, 1)
