@@ -16,15 +16,8 @@ import (
 // command whose reply is late), its scripts loaded by one Lock.
 func quorumBehindProxies(t *testing.T, ctx context.Context, srvs []*redistest.Server, retries int) (*Client, []*proxy) {
 	t.Helper()
-	pxs := make([]*proxy, len(srvs))
-	nodes := make([]redis.UniversalClient, len(srvs))
-	for i, s := range srvs {
-		pxs[i] = startProxy(t, s.Addr)
-		nodes[i] = pxs[i].client(t, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 300*time.Millisecond, retries })
-	}
-	c, err := NewQuorum(nodes)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	pxs := proxiesTo(t, srvs)
+	c := quorumThrough(t, pxs, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 300*time.Millisecond, retries })
 	warm, err := c.Lock(ctx, "warm")
 	require.NoError(t, err)
 	require.NoError(t, warm.Unlock(ctx))
@@ -41,6 +34,27 @@ func quorumBehindProxies(t *testing.T, ctx context.Context, srvs []*redistest.Se
 		return quorumLeftovers(t, ctx, srvs, "warm") == 0
 	}, 5*time.Second, 10*time.Millisecond, "the warm Lock did not settle")
 	return c, pxs
+}
+
+// proxiesTo starts a proxy to each of srvs.
+func proxiesTo(t *testing.T, srvs []*redistest.Server) []*proxy {
+	t.Helper()
+	pxs := make([]*proxy, len(srvs))
+	for i, s := range srvs {
+		pxs[i] = startProxy(t, s.Addr)
+	}
+	return pxs
+}
+
+// quorumThrough is a quorum Client whose nodes are pxs, each on a go-redis
+// client of its own (opts applied), closed at the end of the test.
+func quorumThrough(t *testing.T, pxs []*proxy, opts ...func(*redis.Options)) *Client {
+	t.Helper()
+	nodes := make([]redis.UniversalClient, len(pxs))
+	for i, p := range pxs {
+		nodes[i] = p.client(t, opts...)
+	}
+	return quorumOf(t, nodes)
 }
 
 // A lost reply at each step of both rounds, and of the release, on two

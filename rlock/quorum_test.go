@@ -37,7 +37,13 @@ func nodeClients(srvs []*redistest.Server, opts ...func(*redis.Options)) []redis
 // test, like a separate process would have.
 func newQuorumClient(t *testing.T, srvs []*redistest.Server, opts ...Option) *Client {
 	t.Helper()
-	c, err := NewQuorum(nodeClients(srvs), opts...)
+	return quorumOf(t, nodeClients(srvs), opts...)
+}
+
+// quorumOf is a quorum Client on nodes, closed at the end of the test.
+func quorumOf(t *testing.T, nodes []redis.UniversalClient, opts ...Option) *Client {
+	t.Helper()
+	c, err := NewQuorum(nodes, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
