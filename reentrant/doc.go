@@ -103,12 +103,10 @@
 // Which nodes those are is the caller's to bound: once a majority has
 // granted, it goes on listening for the others as long again as that
 // took, and T covers every node that granted by then. A grant that comes
-// later still joins the hold once it is made: its t_i may be above T
-// (that node's clock ran on), and the raise then sets the counter back
-// from t_i to T, which only that grant had moved it past (Set-backs,
-// below). So a hold is on every node that granted it; one made on a bare
-// majority would end with the loss of any one of its nodes while the rest
-// of the quorum is up.
+// later still cannot join the hold: its t_i is above T (that node's clock
+// ran on) and no counter is lowered, so it is given back. A hold made on
+// a bare majority would end with the loss of any one of its nodes while
+// the rest of the quorum is up.
 //
 // A given owner (one that several calls share) may hold the lock already
 // on some nodes: there the acquire re-enters that hold (its count rises
@@ -170,25 +168,11 @@
 // Why tokens rise from holder to holder. Take H before H' at n, as above.
 // H committed T at n while it held n (the raise checks that), so before
 // H' was granted n. The counter only rises while it lives (scripts set it
-// to a larger value or keep it; see Set-backs below), so H' read a
-// value at least T at n, and t'_n > T, so T' ≥ t'_n > T. The same holds
-// at every node in common, so no two counted holds order differently at
-// two nodes (each would be above the other). Nothing here compares the nodes' clocks: T' > T rests on
-// the counters alone.
-//
-// Set-backs. A late grant's raise lowers a counter, from t_n to T < t_n,
-// which the argument above assumed never happens. It still holds, by
-// induction over the counted holds in their order (two never overlap):
-// all it needs of n is that its counter, once a counted hold held n,
-// stays at least that hold's token. A set-back sets it to exactly T, the
-// token of the hold that holds n then, alone (the raise runs only while
-// the owner holds n under t_n with count 1); and T is above every earlier
-// counted token, by the argument above at the nodes that committed T,
-// whose counters every earlier hold left at least at its own token. t_n
-// was no counted hold's token. The counter keeps t_n's expiry (the raise
-// moves an expiry only later).
-//
-// Two things can take a counter away:
+// to a larger value or keep it), so H' read a value at least T at n, and
+// t'_n > T, so T' ≥ t'_n > T. The same holds at every node in common, so
+// no two counted holds order differently at two nodes (each would be above
+// the other). Nothing here compares the nodes' clocks: T' > T rests on
+// the counters alone. Two things can take a counter away:
 //   - Its expiry (see Footprint): a raise keeps the counter at least until
 //     T's time plus 2L by the node's own clock (PEXPIREAT GT), so a
 //     counter gone is one whose node's clock has passed T, and t'_n, at

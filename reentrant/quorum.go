@@ -17,17 +17,17 @@ var raiseScript = newScript(luaFiles("master.lua", "token.lua", "quorum_raise.lu
 // the package doc's Quorum mode). It returns the hold's ID after the call:
 // to (raised, or by a resend); from, where another call of owner has
 // re-entered the hold under from, whose ID then stays (see Quorum mode); or
-// 0 where owner holds the lock under neither, and nothing changed. to is
-// at most MaxToken (else ErrTokenOverflow). to is below from only for a
-// grant that joins a hold after its round 2 (a late grant, whose node's
-// clock ran past the hold's token): the counter, which only that grant
-// moved past to, is set back to it (see Quorum mode).
+// 0 where owner holds the lock under neither, and nothing changed. to must
+// be at least from, and at most MaxToken (else ErrTokenOverflow).
 func (k Keys) Raise(ctx context.Context, rdb redis.Scripter, owner string, from, to uint64, lease time.Duration) (uint64, error) {
 	ms, err := leaseMillis(lease)
 	if err != nil {
 		return 0, err
 	}
-	if to > MaxToken {
+	switch {
+	case to < from:
+		return 0, fmt.Errorf("reentrant: raise %q: token %d below %d", k.Name, to, from)
+	case to > MaxToken:
 		return 0, fmt.Errorf("reentrant: raise %q: token %d: %w", k.Name, to, ErrTokenOverflow)
 	}
 	n, err := raiseScript.Run(ctx, rdb, []string{k.Hash, k.Fence}, owner, formatToken(from), formatToken(to), ms).Int64()

@@ -23,6 +23,8 @@ func TestRaise(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, id, "another hold's token")
 	require.Equal(t, from, currentToken(t, rdb, l), "a refused raise changes nothing")
+	_, err = l.Raise(ctx, rdb, "A", to, from, testLease)
+	require.Error(t, err, "a counter is never lowered")
 
 	for range 2 { // the second is a resend
 		id, err = l.Raise(ctx, rdb, "A", from, to, testLease)
@@ -50,38 +52,6 @@ func TestRaise(t *testing.T) {
 	next, err := l.AcquireNew(ctx, rdb, "C", testLease, Waiter{})
 	require.NoError(t, err)
 	require.Greater(t, next.Token, to, "the next hold's token is above the raised one")
-}
-
-// Raise sets a late grant's counter back to a quorum's token below it:
-// the hold is then named by that token, the counter keeps its expiry, and
-// the next hold's token is above it.
-func TestRaiseSetsBackALateGrant(t *testing.T) {
-	ctx, rdb, l := setup(t, "setback")
-	r, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
-	require.NoError(t, err)
-	from, to := r.Token, r.Token-1000
-	before, err := rdb.PExpireTime(ctx, l.Fence).Result()
-	require.NoError(t, err)
-
-	for range 2 { // the second is a resend
-		id, err := l.Raise(ctx, rdb, "A", from, to, testLease)
-		require.NoError(t, err)
-		require.Equal(t, to, id)
-		require.Equal(t, to, currentToken(t, rdb, l))
-	}
-	after, err := rdb.PExpireTime(ctx, l.Fence).Result()
-	require.NoError(t, err)
-	require.Equal(t, before, after, "the counter keeps the late grant's expiry")
-	renewed, err := l.Renew(ctx, rdb, "A", to, testLease)
-	require.NoError(t, err)
-	require.True(t, renewed, "the quorum's token names the hold")
-	rel, err := l.Release(ctx, rdb, "A", to, "rel")
-	require.NoError(t, err)
-	require.Equal(t, Released, rel.Status)
-
-	next, err := l.AcquireNew(ctx, rdb, "C", testLease, Waiter{})
-	require.NoError(t, err)
-	require.Greater(t, next.Token, to, "the next hold's token is above the quorum's")
 }
 
 // Raise leaves the ID of a hold another call of its owner re-entered under

@@ -162,8 +162,8 @@
 // Inspect and the leave of a call that gave up, which wait for every node
 // (Inspect up to the lease or the node's read timeout, a leave up to
 // leaveWait), and a look, which, once a majority granted, listens for the
-// other nodes as long again as that took (fanOut's linger; a grant that
-// comes later joins the hold in the background), and waits for a node's
+// other nodes as long again as that took (fanOut's linger: a hold made on
+// a bare majority dies with any one of its nodes), and waits for a node's
 // answer up to the node's read timeout (answerWithin). A waiter's
 // subscription that answers after its call stopped waiting for it still
 // joins the call (anyWake.add). A look is the protocol's two rounds (package reentrant,

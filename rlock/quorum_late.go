@@ -60,16 +60,14 @@ func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall, out *
 
 // joinLate makes node i's hold, granted under token from but answered
 // after its look stopped listening, part of the hold the look made: its
-// counter is set to the hold's token, by which the hold's renewals and
-// release name every node. from is above the token where the node's
-// clock ran on past it; the counter is then set back to the token, which
-// only this grant had moved past it (see Quorum mode in reentrant's doc).
-// So a hold is on every node that granted it, not only on the majority
-// that answered first, and outlives the loss of any minority. The node is
-// given back instead where the look made no hold, or once a release of
-// the hold has been sent (it may have reached the node before the raise,
-// and found nothing there, and a release that began before the node
-// joined does not know of it).
+// counter is raised to the hold's token, by which the hold's renewals and
+// release name every node. So a hold is on every node that granted it,
+// not only on the majority that answered first, and outlives the loss of
+// any minority. The node is given back instead where the look made no
+// hold, or whose token is above the hold's, or once a release of the hold
+// has been sent (it may have reached the node before the raise, and found
+// nothing there, and a release that began before the node joined does
+// not know of it).
 //
 // A re-entry (reentered: from is the ID of a hold the owner had there) is
 // never raised, which would take that hold's ID from the owner's other
@@ -89,7 +87,9 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bo
 			if !out.made || !out.reentry || from != out.token {
 				r.giveBackOn(i, call, from, from)
 			}
-		case !out.made:
+		// A counter is never lowered: a grant above the hold's token
+		// cannot join it.
+		case !out.made || from > out.token:
 			// Round 2 may have raised it (a reply held back past the
 			// look): the give-back raises it to the same token first.
 			r.giveBackOn(i, call, from, max(from, out.token))

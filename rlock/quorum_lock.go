@@ -145,11 +145,10 @@ func (r *quorumLock) acquire(ctx context.Context, call acquireCall) (reentrant.A
 //
 // Round 1 goes on listening once a majority granted, as long again as
 // that took (see fanOut's linger), so that a node a little slower than
-// the others grants under a token T covers too and commits in round 2. A
-// grant that comes after the look stopped listening joins the hold in
-// the background, its counter set back to T if its clock ran past it (see
-// joinLate): a hold on a bare majority would end with the loss of any one
-// of its nodes.
+// the others grants under a token T covers too: a grant that comes after
+// the look stopped listening carries a token above T (a later clock) and
+// cannot join the hold (see joinLate). A hold made on a bare majority
+// would end with the loss of any one of its nodes.
 //
 // A given owner (WithOwner) may hold the lock already: a node that
 // re-enters that hold (see nodeTake.reentered) names it by its ID, which

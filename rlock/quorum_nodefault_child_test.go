@@ -169,9 +169,9 @@ func (w *quorumWorker) once() error {
 
 // bareMajorityLoss says whether err is an Unlock's ErrNoQuorum naming one
 // node alone: the documented limit of a hold that was not on every live
-// node (README, Quorum mode, "What it tolerates": a node's part lost to a
-// pause longer than the lease, or a grant that never came) when one of
-// its nodes is out. The fault loop has one node out at a time, so with
+// node (README, Quorum mode, "What it tolerates": a grant given back
+// late, or a node's part lost to a pause longer than the lease) when one
+// of its nodes is out. The fault loop has one node out at a time, so with
 // the others answering only that limit names one node; two named nodes
 // are a defect.
 func bareMajorityLoss(err error) bool {

@@ -7,14 +7,11 @@
 -- A hold another call of owner has re-entered under from (count above 1)
 -- is not raised: from is that call's name for the hold, by which it gives
 -- its count back, and a hold's ID moves under no call that named it.
--- to is below from only for a grant that joins its hold after round 2 (a
--- late grant, whose node's clock ran past the hold's token): the counter,
--- which only that grant moved past to, is set back to to.
 -- KEYS[1] hash: the lock hash
 -- KEYS[2] fence: the fencing-token counter
 -- ARGV[1] owner: the owner of the hold
 -- ARGV[2] from: the hold's token on this node, from its acquire or grant
--- ARGV[3] to: the quorum's token
+-- ARGV[3] to: the quorum's token, at least from
 -- ARGV[4] leaseMs: the hold's lease in ms
 -- Returns 1 when the hold's ID is to after the call, 2 when it stays from
 -- (re-entered: not raised), 0 when owner does not hold the lock under from
