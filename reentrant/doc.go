@@ -104,9 +104,13 @@
 // granted, it goes on listening for the others as long again as that
 // took, and T covers every node that granted by then. A grant that comes
 // later still cannot join the hold: its t_i is above T (that node's clock
-// ran on) and no counter is lowered, so it is given back. A hold made on
-// a bare majority would end with the loss of any one of its nodes while
-// the rest of the quorum is up.
+// ran on) and no counter is lowered, so it is given back. Lowering it to
+// T is not safe: the grant may run after the hold ended and another
+// counted hold, of a token above T, took the node and left it; the
+// counter would then fall below that token. (Safe would be a set-back to
+// a T above the counter's value before the grant, which the grant's
+// reply does not carry.) A hold made on a bare majority would end with
+// the loss of any one of its nodes while the rest of the quorum is up.
 //
 // A given owner (one that several calls share) may hold the lock already
 // on some nodes: there the acquire re-enters that hold (its count rises
