@@ -99,7 +99,9 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 		requestMs: k.requestTTL.Milliseconds(), publish: k.publish}
 	if w.ID != "" {
 		a.waiter, a.aliveKey, a.aliveMs = w.ID, w.Alive, k.aliveTTL.Milliseconds()
-		a.record = w.record(owner, ms, a.aliveMs, !newOwner)
+		if !w.Unqueued {
+			a.record = w.record(owner, ms, a.aliveMs, !newOwner)
+		}
 	}
 	args := a.argv()
 	return untilDrained(func() (AcquireResult, error) { return k.acquireOnce(ctx, rdb, keys, args) })

@@ -16,6 +16,13 @@ type Waiter struct {
 	// Alive is its client's liveness key (Keys.AliveKey) where the
 	// namespace judges liveness by key, empty otherwise. Use Keys.Waiter.
 	Alive string
+	// Unqueued makes a plain lock's acquire (Keys.Acquire, AcquireNew) a
+	// look as this waiter that does not join the queue: it finds and
+	// claims a grant the waiter was handed while queued, as any look does,
+	// and takes a free lock only where nobody is queued before it. It
+	// keeps no liveness key. Other scripts ignore it. A quorum call looks
+	// so on the nodes where it could keep no grant.
+	Unqueued bool
 }
 
 // record is w's record for owner, asking for a lease of leaseMs, where a

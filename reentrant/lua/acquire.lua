@@ -20,7 +20,10 @@
 -- ARGV[5] requestMs: how long the request key lasts, in ms
 -- The waiter, absent when the call does not queue (then read as ''):
 -- ARGV[6] waiter: its ID
--- ARGV[7] record: its queue record (see record.go)
+-- ARGV[7] record: its queue record (see record.go), or '' for a look that
+--         does not queue (Waiter.Unqueued): it finds and claims the
+--         waiter's grant as any look does, and takes a free lock only with
+--         nobody queued before it
 -- ARGV[8] aliveKey: its client's liveness key, '' where there is none
 -- ARGV[9] aliveMs: how long its look keeps the liveness key, in ms
 -- The namespace, last (ARGV[10], or ARGV[6] without a waiter):

@@ -41,12 +41,13 @@ end
 -- enqueue makes the calling waiter's record part of the queue, once however
 -- often its call is repeated (a look, a resend), and, where liveness is
 -- judged by key, keeps its client's liveness key: every look of a queued
--- waiter says its client is alive. A call that does not wait (waiter '')
--- changes nothing. The queue lasts at least leaseMs, the waiter's lease,
--- from each look (never shortened): a waiter looks at least every third
--- of its lease, so a queue expires only once none of its waiters looks.
-local function enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
-  if waiter == '' then
+-- waiter says its client is alive. A call that does not queue (record '':
+-- no waiter, or a look that does not queue) changes nothing. The queue
+-- lasts at least leaseMs, the waiter's lease, from each look (never
+-- shortened): a waiter looks at least every third of its lease, so a
+-- queue expires only once none of its waiters looks.
+local function enqueue(queue, record, aliveKey, aliveMs, leaseMs)
+  if record == '' then
     return
   end
   -- A new queue has no expiry, which PEXPIRE GT takes for an infinite one.
