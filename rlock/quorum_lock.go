@@ -21,7 +21,7 @@ type quorumLock struct {
 	q     *quorum
 	nodes []*plainLock // the lock on each node, in its Client's namespace
 
-	mu sync.Mutex // guards the waiting call's state: waiters and kept
+	mu sync.Mutex // guards the waiting call's state: waiters, kept and waitsOn
 	// waiters is the call's waiter on each node, zero where it did not
 	// subscribe.
 	waiters []reentrant.Waiter
@@ -29,6 +29,11 @@ type quorumLock struct {
 	// token): the first nodes in order that grant it, up to the first
 	// that answers and does not (see acquire).
 	kept map[int]uint64
+	// waitsOn is the node the waiting call waits on: where its last
+	// look's kept prefix stopped (0 before its first look), or len(nodes)
+	// where it has no waiter there. Its looks queue it on that node and
+	// those before it only (see lookAs and waitOn).
+	waitsOn int
 
 	// joining is the nodes of the hold whose raise to its token goes on
 	// after the look returned (node → the token it granted under): a
@@ -102,17 +107,17 @@ type nodeTake struct {
 // re-entry's above it. token is then that hold's ID.
 func (t nodeTake) reentered() bool { return t.granted && t.count > 1 }
 
-// takeOn is round 1 on node i: the node's acquire, as the call's waiter
-// there if it has one; a grant kept from an earlier look is confirmed by
-// a renewal instead, which counts nothing twice and moves its lease from
-// now, as the acquire of a new grant does.
-func (r *quorumLock) takeOn(ctx context.Context, i int, call acquireCall) (nodeTake, error) {
+// takeOn is round 1 on node i: the node's acquire, as waiter w (the
+// call's waiter there, if any, as lookAs gives it); a grant kept from an
+// earlier look is confirmed by a renewal instead, which counts nothing
+// twice and moves its lease from now, as the acquire of a new grant does.
+func (r *quorumLock) takeOn(ctx context.Context, i int, call acquireCall, w reentrant.Waiter) (nodeTake, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.q.answerWithin(i))
 	defer cancel()
 	r.mu.Lock()
 	t, kept := r.kept[i]
-	call.waiter = r.waiters[i]
 	r.mu.Unlock()
+	call.waiter = w
 	if kept {
 		ok, err := r.nodes[i].renew(ctx, call.owner, t, call.lease)
 		return nodeTake{granted: ok, token: t, count: 1}, err
@@ -141,7 +146,9 @@ func (r *quorumLock) acquire(ctx context.Context, call acquireCall) (reentrant.A
 // answered without one: so of any two waiters, at most one keeps a grant
 // while it waits (both would hold the first node that answers them both),
 // and it waits only for the holder. That is the tie-break of a split vote:
-// no two waiters hold parts of the lock while waiting for each other.
+// no two waiters hold parts of the lock while waiting for each other. A
+// waiting call queues only up to the node it waits on (see waitOn): a
+// release past it goes to a waiter that can keep it.
 //
 // Round 1 goes on listening once a majority granted, as long again as
 // that took (see fanOut's linger), so that a node a little slower than
@@ -160,8 +167,9 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 	start := time.Now()
 	out := &outcome{done: make(chan struct{})}
 	defer close(out.done)
+	as := r.lookAs()
 	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
-		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call) },
+		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call, as[i]) },
 		func(got []nodeReply[nodeTake]) bool { _, ok := r.agreed(got); return ok }, true,
 		func(late nodeReply[nodeTake]) { r.settleLate(late, call, out) })
 	held, agreed := r.agreed(replies)
@@ -193,7 +201,11 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 	case len(r.nodes)-len(failed) < r.q.majority:
 		return reentrant.AcquireResult{}, r.fail(call, fresh, r.q.unreachable(r.name(), failed))
 	}
-	r.keepPrefix(call, fresh, failed)
+	if r.waitOn(call, r.keepPrefix(call, fresh, failed), as, failed) {
+		// Not queued where it now waits: look again at once (a holder TTL
+		// of 0), queued there.
+		return reentrant.AcquireResult{}, nil
+	}
 	return reentrant.AcquireResult{HolderTTL: soonest(ttls)}, nil
 }
 
@@ -242,31 +254,6 @@ func soonest(ttls []time.Duration) time.Duration {
 		}
 	}
 	return soon
-}
-
-// keepPrefix keeps, for a waiting call, the grants of the first nodes in
-// order up to the first that answered without one (see acquireNew), and
-// gives back the others.
-func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed map[int]error) {
-	keep := map[int]uint64{}
-	for i := range r.nodes {
-		if _, ok := failed[i]; ok {
-			continue
-		}
-		t, ok := granted[i]
-		if !ok || call.waiter.ID == "" {
-			break
-		}
-		keep[i] = t
-	}
-	r.mu.Lock()
-	r.kept = keep
-	r.mu.Unlock()
-	for i, t := range granted {
-		if _, ok := keep[i]; !ok {
-			r.giveBackOn(i, call, t, t)
-		}
-	}
 }
 
 // commit is round 2: the token T is the largest of the grants' tokens,

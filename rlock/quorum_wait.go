@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"slices"
 
 	"github.com/batonlock/baton/reentrant"
 )
@@ -14,8 +15,10 @@ import (
 // up to its read timeout, and only while fewer than a majority are
 // subscribed: the call then waits without it, and looks there without
 // queueing, until its subscription comes; then the call's next look
-// queues there (a subscription dropped instead would leave the call
-// never queued on that node, woken by none of its releases).
+// queues there, if the call waits on that node or one past it (a
+// subscription dropped instead would leave the call never queued on that
+// node, woken by none of its releases). A join that comes during a look
+// makes the call look again at once, queued (see waitOn).
 func (r *quorumLock) subscribe(ctx context.Context, _ *Client, always bool) (*subscribed, error) {
 	ready := make([]bool, len(r.nodes))
 	for i, n := range r.q.nodes {
@@ -85,4 +88,87 @@ func subscribedAll(got []nodeReply[*subscribed], ready []bool, majority int) boo
 		}
 	}
 	return ok >= majority
+}
+
+// keepPrefix keeps, for a waiting call, the grants of the first nodes in
+// order up to the first that answered without one (see acquireNew), and
+// gives back the others. It returns that first node, the one the call now
+// waits on (len(r.nodes) for none).
+func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed map[int]error) int {
+	keep := map[int]uint64{}
+	stop := len(r.nodes)
+	for i := range r.nodes {
+		if _, ok := failed[i]; ok {
+			continue
+		}
+		t, ok := granted[i]
+		if !ok || call.waiter.ID == "" {
+			stop = i
+			break
+		}
+		keep[i] = t
+	}
+	r.mu.Lock()
+	r.kept = keep
+	r.mu.Unlock()
+	for i, t := range granted {
+		if _, ok := keep[i]; !ok {
+			r.giveBackOn(i, call, t, t)
+		}
+	}
+	return stop
+}
+
+// lookAs is the waiter a look goes as on each node: the call's waiter
+// there (none where it did not subscribe), queued only up to the node the
+// call waits on. Past that node the call could keep no grant, so it does
+// not queue there: a release there goes to a waiter that can keep it, not
+// down a queue of waiters that would each look and give it back. It still
+// looks there as its waiter (Waiter.Unqueued), so that a grant it was
+// handed while queued there is claimed, never taken unclaimed.
+func (r *quorumLock) lookAs() []reentrant.Waiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	as := slices.Clone(r.waiters)
+	for i := range as {
+		as[i].Unqueued = i > r.waitsOn
+	}
+	return as
+}
+
+// waitOn makes node stop the one a waiting call waits on, and so queues
+// on up to (see lookAs); where it has no waiter there (not subscribed),
+// it queues on every node it has one, as any release may be the one it
+// waits for. Its looks past that node are still looks as its waiter,
+// unqueued: a grant it was handed there while it was queued is claimed by
+// its next look (kept or given back with the prefix) or, once the call
+// ends, given back by its leave; never taken by a look that does not
+// claim it. So it needs no leave where it stops queueing, and waits on no
+// node to stop.
+//
+// waitOn says whether the look just made, as as, left the call unqueued
+// on a node it must now be queued on to be woken: one it waits on, that
+// answered the look, does not grant it, and where it now has a waiter
+// (its prefix grew past the nodes the look queued on, or a subscription
+// joined after the look began). It must then look again, queued there.
+// Each such look follows a change (a grant, or a subscription joined), so
+// there are at most a few per wake-up.
+func (r *quorumLock) waitOn(call acquireCall, stop int, as []reentrant.Waiter, failed map[int]error) (again bool) {
+	if call.waiter.ID == "" {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if stop < len(r.nodes) && r.waiters[stop].ID == "" {
+		stop = len(r.nodes)
+	}
+	r.waitsOn = stop
+	for i := range min(stop+1, len(r.nodes)) {
+		_, kept := r.kept[i]
+		_, down := failed[i]
+		if !kept && !down && r.waiters[i].ID != "" && (as[i].ID == "" || as[i].Unqueued) {
+			return true
+		}
+	}
+	return false
 }
