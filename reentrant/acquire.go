@@ -99,8 +99,9 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 		requestMs: k.requestTTL.Milliseconds(), publish: k.publish}
 	if w.ID != "" {
 		a.waiter, a.aliveKey, a.aliveMs = w.ID, w.Alive, k.aliveTTL.Milliseconds()
-		if !w.Unqueued {
-			a.record = w.record(owner, ms, a.aliveMs, !newOwner)
+		a.record = w.record(owner, ms, a.aliveMs, !newOwner)
+		if w.Unqueued {
+			keys = append(keys, k.Wake)
 		}
 	}
 	args := a.argv()

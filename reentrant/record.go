@@ -19,9 +19,14 @@ type Waiter struct {
 	// Unqueued makes a plain lock's acquire (Keys.Acquire, AcquireNew) a
 	// look as this waiter that does not join the queue: it finds and
 	// claims a grant the waiter was handed while queued, as any look does,
-	// and takes a free lock only where nobody is queued before it. It
-	// keeps no liveness key. Other scripts ignore it. A quorum call looks
-	// so on the nodes where it could keep no grant.
+	// and takes a free lock only where nobody is queued before it. Where
+	// it does not hold the lock after the call, it leaves the waiter's
+	// record in the wake records (Keys.Wake) instead of the queue: never
+	// granted from there, but woken once by a release that frees the lock
+	// (Keys.ReleaseWaking, a leave), until the waiter's liveness TTL (the
+	// liveness key's, else its lease) from this look, or until its leave
+	// (Keys.Leave) or a look that holds takes it out. Other scripts ignore
+	// it. A quorum call looks so on the nodes where it could keep no grant.
 	Unqueued bool
 }
 

@@ -20,5 +20,5 @@ if pttl == -2 then
   -- waits as when the lock is held, and repeats the call at once.
   reply = id and {0, redis.call('pttl', hash)} or {2}
 end
-enqueue(queue, record, aliveKey, aliveMs, leaseMs)
+enqueue(queue, record, aliveKey, aliveMs, leaseMs, wake)
 return reply
