@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/bench"
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/rlock"
 )
 
@@ -50,6 +54,7 @@ func TestAtkQuorumWaitersNodePaused(t *testing.T) {
 					if g.err != nil {
 						t.Fatal(g.err)
 					}
+					t.Logf("waiter %d granted %v after the release", i+1, time.Since(start))
 					if g.l.Token() <= last {
 						t.Fatalf("token %d after %d", g.l.Token(), last)
 					}
@@ -62,5 +67,83 @@ func TestAtkQuorumWaitersNodePaused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The split of TestAtkQuorumWaitersNodePaused's two waiters, made sure: A
+// holds on 3 nodes, waiter 1 reaches node 2 and waiter 2 reaches node 1
+// through a proxy 100 ms each way, both wait, node 0 (the one they wait
+// on) is paused and A unlocks. A's release wakes the oldest wake record
+// on each of nodes 1 and 2 (each waiter's record reached its near node
+// first), each waiter's look takes its near node (a split, with node 0
+// down), neither has a majority, and each waits for node 0: go-redis's
+// read timeout is 3 s, and a read that timed out is retried once (5 s
+// measured, at most 2 × 3 s). The waiter keeping node 1 looks again at
+// once, queued on node 2, which the other gives back (it may take it
+// once more first: then that give-back grants it to the keeper), with no
+// wait for node 0, which failed its last look. So the first holder needs
+// one wait for node 0 (6 s; 2 s more for a loaded machine: 8 s), and the
+// second none, as its last look saw node 0 fail: its looks cost round
+// trips of 200 ms on its slow link, and 3 s (one read timeout) is short
+// of any wait for node 0. Without
+// a wake-up the first look comes a third of a lease (10 s) after the
+// last, and a look that waits for node 0 each time a split is tried again
+// takes 5 s a try.
+func TestAtkQuorumWaitersSplitNodePaused(t *testing.T) {
+	ctx := atkCtx(t)
+	srvs := aqNodes(t, 3)
+	a := aqQuorum(t, aqDirect(srvs))
+	la, err := a.Lock(ctx, "split-paused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		l   *rlock.Lock
+		err error
+	}
+	res := make(chan got, 2)
+	for _, far := range []int{2, 1} {
+		slow, err := bench.StartDelayProxy(srvs[far].Addr, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = slow.Close() })
+		rdbs := aqDirect(srvs)
+		o := redistest.Options(slow.Addr)
+		rdbs[far] = redis.NewClient(o)
+		t.Cleanup(func() { _ = rdbs[far].Close() })
+		w := aqQuorum(t, rdbs)
+		go func() {
+			l, err := w.Lock(ctx, "split-paused")
+			res <- got{l, err}
+		}()
+		time.Sleep(50 * time.Millisecond) // the waiters' looks reach each node in turn
+	}
+	time.Sleep(time.Second) // both queued on node 0
+	srvs[0].Pause()
+	t.Cleanup(srvs[0].Resume)
+	from := time.Now()
+	if err := la.Unlock(ctx); err != nil {
+		t.Fatalf("A's Unlock: %v", err)
+	}
+	last := la.Token()
+	for i, within := range []time.Duration{8 * time.Second, 3 * time.Second} {
+		select {
+		case g := <-res:
+			if g.err != nil {
+				t.Fatal(g.err)
+			}
+			t.Logf("waiter %d granted %v after the release before it", i+1, time.Since(from))
+			if g.l.Token() <= last {
+				t.Fatalf("token %d after %d", g.l.Token(), last)
+			}
+			last = g.l.Token()
+			from = time.Now()
+			if err := g.l.Unlock(ctx); err != nil {
+				t.Errorf("waiter's Unlock: %v", err)
+			}
+		case <-time.After(within):
+			t.Fatalf("waiter %d of 2 not granted %v after the release before it, node 0 paused", i+1, within)
+		}
 	}
 }

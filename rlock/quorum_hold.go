@@ -114,7 +114,9 @@ func (r *quorumLock) release(ctx context.Context, owner string, id uint64, reque
 				under = raised
 			}
 		}
-		return p.release(ctx, owner, under, requestID)
+		// The hold's own release wakes a waiter that left a wake record
+		// where it frees the node (see lookAs); a give-back does not.
+		return p.keys.ReleaseWaking(ctx, p.rdb, owner, under, requestID)
 	}
 	// A node's release that failed, or answered after the verdict, is
 	// resent under the same request ID until it is answered: the hold

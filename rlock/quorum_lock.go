@@ -21,7 +21,7 @@ type quorumLock struct {
 	q     *quorum
 	nodes []*plainLock // the lock on each node, in its Client's namespace
 
-	mu sync.Mutex // guards the waiting call's state: waiters, kept and waitsOn
+	mu sync.Mutex // guards the waiting call's state: waiters, kept, waitsOn and down
 	// waiters is the call's waiter on each node, zero where it did not
 	// subscribe.
 	waiters []reentrant.Waiter
@@ -34,6 +34,8 @@ type quorumLock struct {
 	// where it has no waiter there. Its looks queue it on that node and
 	// those before it only (see lookAs and waitOn).
 	waitsOn int
+	// down is the nodes that failed the call's last look (see lookAs).
+	down map[int]bool
 
 	// joining is the nodes of the hold whose raise to its token goes on
 	// after the look returned (node → the token it granted under): a
@@ -167,13 +169,13 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 	start := time.Now()
 	out := &outcome{done: make(chan struct{})}
 	defer close(out.done)
-	as := r.lookAs()
+	as, down := r.lookAs()
 	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
 		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call, as[i]) },
-		func(got []nodeReply[nodeTake]) bool { _, ok := r.agreed(got); return ok }, true,
+		func(got []nodeReply[nodeTake]) bool { _, ok := r.agreed(got); return ok || r.heardAllBut(got, down) }, true,
 		func(late nodeReply[nodeTake]) { r.settleLate(late, call, out) })
 	held, agreed := r.agreed(replies)
-	fresh, failed := map[int]uint64{}, map[int]error{}
+	fresh, failed := map[int]uint64{}, unheard(replies, down)
 	var ttls []time.Duration
 	count := int64(1)
 	for _, rep := range replies {
@@ -191,6 +193,12 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 			fresh[rep.node] = rep.val.token
 		}
 	}
+	r.mu.Lock()
+	r.down = map[int]bool{}
+	for i := range failed {
+		r.down[i] = true
+	}
+	r.mu.Unlock()
 	switch {
 	case err != nil:
 		return reentrant.AcquireResult{}, r.fail(call, fresh, err)

@@ -13,9 +13,11 @@ import (
 
 // A storm: 32 contenders in 8 Clients, each taking the lock 5 times with
 // no hold, on 3 and on 5 nodes. Each contender must finish within 30 s, a
-// bound on liveness, not on speed. A hold needs at most one grant per node
-// (a node's release handing it to the next waiter); the grants published
-// (PUBLISH, on every node) must be no more. Waiters queued on every node
+// bound on liveness, not on speed. A hold needs at most one message per
+// node (a node's release handing it to the next waiter, or, where it
+// frees the node, waking one waiter of its wake records); the messages
+// published (PUBLISH, on every node; "grants" below) must be no more.
+// Waiters queued on every node
 // passed each node's grant they could not keep down that node's queue,
 // one look on every node each: on 7da86fd about 13 grants a hold on 3
 // nodes and 66 on 5 (13 s for the 160 holds). Unlock checks that no hold

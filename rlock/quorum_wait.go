@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/batonlock/baton/reentrant"
@@ -125,15 +126,51 @@ func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed
 // not queue there: a release there goes to a waiter that can keep it, not
 // down a queue of waiters that would each look and give it back. It still
 // looks there as its waiter (Waiter.Unqueued), so that a grant it was
-// handed while queued there is claimed, never taken unclaimed.
-func (r *quorumLock) lookAs() []reentrant.Waiter {
+// handed while queued there is claimed, never taken unclaimed, and leaves
+// a wake record there: a release that frees that node wakes one such
+// waiter, as the node it waits on may have paused since its look (then
+// no release there wakes it).
+//
+// down is the nodes that failed the call's last look: this look waits for
+// them only until every other node answered (see heardAllBut), and counts
+// them failed if they have not by then. A paused node costs a waiting
+// call one wait for it (up to its read timeout), not one per look: a
+// split vote with it paused needs a second look at once (see waitOn).
+func (r *quorumLock) lookAs() (as []reentrant.Waiter, down map[int]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	as := slices.Clone(r.waiters)
+	as = slices.Clone(r.waiters)
 	for i := range as {
 		as[i].Unqueued = i > r.waitsOn
 	}
-	return as
+	return as, r.down
+}
+
+// errUnheard is a node that failed a call's last look, and did not answer
+// this one by the time every other node had.
+var errUnheard = errors.New("no answer by the time the other nodes answered, after none to the look before")
+
+// heardAllBut says whether got holds a reply of every node but those of
+// down (a look's decision, with a majority's: see lookAs).
+func (r *quorumLock) heardAllBut(got []nodeReply[nodeTake], down map[int]bool) bool {
+	n := len(got)
+	for i := range down {
+		if !slices.ContainsFunc(got, func(r nodeReply[nodeTake]) bool { return r.node == i }) {
+			n++
+		}
+	}
+	return len(down) > 0 && n == len(r.nodes)
+}
+
+// unheard is the nodes of down that got holds no reply of, as failed.
+func unheard(got []nodeReply[nodeTake], down map[int]bool) map[int]error {
+	failed := map[int]error{}
+	for i := range down {
+		if !slices.ContainsFunc(got, func(r nodeReply[nodeTake]) bool { return r.node == i }) {
+			failed[i] = errUnheard
+		}
+	}
+	return failed
 }
 
 // waitOn makes node stop the one a waiting call waits on, and so queues
