@@ -1,6 +1,7 @@
 package rlock_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -27,17 +28,9 @@ func TestAtkQuorumWaitersNodePaused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			type got struct {
-				l   *rlock.Lock
-				err error
-			}
-			res := make(chan got, c.waiters)
+			res := make(chan aqGot, c.waiters)
 			for i := 0; i < c.waiters; i++ {
-				w := aqQuorum(t, aqDirect(srvs))
-				go func() {
-					l, err := w.Lock(ctx, "paused")
-					res <- got{l, err}
-				}()
+				aqWait(ctx, aqQuorum(t, aqDirect(srvs)), "paused", res)
 			}
 			time.Sleep(500 * time.Millisecond) // queued (or holding a node A's hold missed)
 			srvs[c.paused].Pause()
@@ -47,25 +40,8 @@ func TestAtkQuorumWaitersNodePaused(t *testing.T) {
 			if took := time.Since(start); err != nil || took > 2*time.Second {
 				t.Errorf("A's Unlock took %v: %v", took, err)
 			}
-			last := la.Token()
-			for i := 0; i < c.waiters; i++ {
-				select {
-				case g := <-res:
-					if g.err != nil {
-						t.Fatal(g.err)
-					}
-					t.Logf("waiter %d granted %v after the release", i+1, time.Since(start))
-					if g.l.Token() <= last {
-						t.Fatalf("token %d after %d", g.l.Token(), last)
-					}
-					last = g.l.Token()
-					if err := g.l.Unlock(ctx); err != nil {
-						t.Errorf("waiter's Unlock: %v", err)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatalf("waiter %d of %d not granted 10 s after the release, node %d paused", i+1, c.waiters, c.paused)
-				}
-			}
+			within := []time.Duration{10 * time.Second, 10 * time.Second}[:c.waiters]
+			aqTakeTurns(t, ctx, res, start, la.Token(), within, c.paused)
 		})
 	}
 }
@@ -97,11 +73,7 @@ func TestAtkQuorumWaitersSplitNodePaused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type got struct {
-		l   *rlock.Lock
-		err error
-	}
-	res := make(chan got, 2)
+	res := make(chan aqGot, 2)
 	for _, far := range []int{2, 1} {
 		slow, err := bench.StartDelayProxy(srvs[far].Addr, 100*time.Millisecond)
 		if err != nil {
@@ -112,11 +84,7 @@ func TestAtkQuorumWaitersSplitNodePaused(t *testing.T) {
 		o := redistest.Options(slow.Addr)
 		rdbs[far] = redis.NewClient(o)
 		t.Cleanup(func() { _ = rdbs[far].Close() })
-		w := aqQuorum(t, rdbs)
-		go func() {
-			l, err := w.Lock(ctx, "split-paused")
-			res <- got{l, err}
-		}()
+		aqWait(ctx, aqQuorum(t, rdbs), "split-paused", res)
 		time.Sleep(50 * time.Millisecond) // the waiters' looks reach each node in turn
 	}
 	time.Sleep(time.Second) // both queued on node 0
@@ -126,8 +94,29 @@ func TestAtkQuorumWaitersSplitNodePaused(t *testing.T) {
 	if err := la.Unlock(ctx); err != nil {
 		t.Fatalf("A's Unlock: %v", err)
 	}
-	last := la.Token()
-	for i, within := range []time.Duration{8 * time.Second, 3 * time.Second} {
+	aqTakeTurns(t, ctx, res, from, la.Token(), []time.Duration{8 * time.Second, 3 * time.Second}, 0)
+}
+
+// aqGot is a waiter's Lock: its lock, or its error.
+type aqGot struct {
+	l   *rlock.Lock
+	err error
+}
+
+// aqWait starts c's Lock of name; its result comes on res.
+func aqWait(ctx context.Context, c *rlock.Client, name string, res chan<- aqGot) {
+	go func() {
+		l, err := c.Lock(ctx, name)
+		res <- aqGot{l, err}
+	}()
+}
+
+// aqTakeTurns takes each waiter's grant off res in turn, the i-th within
+// within[i] of the release before it (the one at from for the first),
+// checks that tokens rise from last, and unlocks it.
+func aqTakeTurns(t *testing.T, ctx context.Context, res <-chan aqGot, from time.Time, last uint64, within []time.Duration, paused int) {
+	t.Helper()
+	for i, bound := range within {
 		select {
 		case g := <-res:
 			if g.err != nil {
@@ -138,12 +127,12 @@ func TestAtkQuorumWaitersSplitNodePaused(t *testing.T) {
 				t.Fatalf("token %d after %d", g.l.Token(), last)
 			}
 			last = g.l.Token()
-			from = time.Now()
 			if err := g.l.Unlock(ctx); err != nil {
 				t.Errorf("waiter's Unlock: %v", err)
 			}
-		case <-time.After(within):
-			t.Fatalf("waiter %d of 2 not granted %v after the release before it, node 0 paused", i+1, within)
+			from = time.Now()
+		case <-time.After(bound):
+			t.Fatalf("waiter %d of %d not granted %v after the release before it, node %d paused", i+1, len(within), bound, paused)
 		}
 	}
 }

@@ -231,6 +231,7 @@ func (r *quorumLock) leave(ctx context.Context, _ reentrant.Waiter, owner string
 	r.giveUp(acquireCall{owner: owner, lease: lease, newOwner: newOwner}, nil)
 	r.mu.Lock()
 	waiters := slices.Clone(r.waiters) // a late subscription joins under mu
+	r.left = true
 	r.mu.Unlock()
 	replies, err := everyNode(ctx, r, func(ctx context.Context, i int) (struct{}, error) {
 		if waiters[i].ID == "" {

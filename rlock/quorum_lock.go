@@ -44,6 +44,10 @@ type quorumLock struct {
 	// given back (see joinLate). Both are guarded by mu.
 	joining   map[int]uint64
 	releasing bool
+	// left is set, under mu, once the call's leave of the nodes it does
+	// not hold is about to be sent: a late reply of a look then leaves
+	// its node again (see leaveLate).
+	left bool
 }
 
 // lock is the quorum lock called name, or says why it cannot be
