@@ -28,6 +28,12 @@ type Waiter struct {
 	// (Keys.Leave) or a look that holds takes it out. Other scripts ignore
 	// it. A quorum call looks so on the nodes where it could keep no grant.
 	Unqueued bool
+	// Wakes says the waiter's looks may have left a wake record (see
+	// Unqueued): each of its looks takes it out, and only an Unqueued one
+	// leaves it again. A queued look of a waiter that has none is spared
+	// that command. A quorum call's looks all have it set, since the node
+	// it waits on moves.
+	Wakes bool
 }
 
 // record is w's record for owner, asking for a lease of leaseMs, where a

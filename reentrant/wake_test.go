@@ -134,3 +134,29 @@ func TestWakeRecordLeavePassesItOn(t *testing.T) {
 	require.Equal(t, "w2 wake", nextMessage(t, sub2))
 	require.Zero(t, rdb.Exists(ctx, l.Wake).Val())
 }
+
+// A queued look of a waiter that may have a wake record (Waiter.Wakes)
+// takes it out: a quorum waiter whose node waited on moved past this one
+// queues here after leaving a record, and may end holding the lock here,
+// where its leave does not go.
+func TestWakeRecordTakenOutByAQueuedLook(t *testing.T) {
+	ctx, rdb, l := setup(t, "wake-queued")
+	_, w := live(t, rdb, l, "w")
+	h, err := l.AcquireNew(ctx, rdb, "H", testLease, Waiter{})
+	require.NoError(t, err)
+	_, err = l.AcquireNew(ctx, rdb, "W", testLease, unqueued(w))
+	require.NoError(t, err)
+	queued := w
+	queued.Wakes = true
+	res, err := l.AcquireNew(ctx, rdb, "W", testLease, queued)
+	require.NoError(t, err)
+	require.False(t, res.Acquired)
+	require.Zero(t, rdb.Exists(ctx, l.Wake).Val(), "a queued look left the record")
+	require.Equal(t, []string{"w"}, queuedIDs(t, ctx, rdb, l))
+	_, err = l.Release(ctx, rdb, "H", h.Token, "r1")
+	require.NoError(t, err)
+	res, err = l.AcquireNew(ctx, rdb, "W", testLease, queued)
+	require.NoError(t, err)
+	require.True(t, res.Acquired)
+	require.Zero(t, rdb.Exists(ctx, l.Wake).Val())
+}

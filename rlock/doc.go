@@ -187,8 +187,10 @@
 // hold its look made, or is given back (a release that begins while a
 // node's commit is still under way raises that node itself before it
 // releases it, so an Unlock right after Lock finds the hold on every node
-// that granted it), and a failure is undone by replay,
-// as on one node; a release that failed there is resent. (A late renewal's
+// that granted it), a failure is undone by replay,
+// as on one node, and any other reply, once the call has left, leaves its
+// node again (its acquire may have run after the leave, and left a queue
+// place or wake record there); a release that failed there is resent. (A late renewal's
 // reply is dropped: it only extends.)
 //
 // Lock sets. LockAll takes several plain locks all or nothing, as handles

@@ -129,7 +129,9 @@ func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed
 // handed while queued there is claimed, never taken unclaimed, and leaves
 // a wake record there: a release that frees that node wakes one such
 // waiter, as the node it waits on may have paused since its look (then
-// no release there wakes it).
+// no release there wakes it). Every look takes out the record it may
+// have left before (Waiter.Wakes), so none stays on a node the call ends
+// holding (its leave goes only to the others).
 //
 // down is the nodes that failed the call's last look: this look waits for
 // them only until every other node answered (see heardAllBut), and counts
@@ -141,7 +143,7 @@ func (r *quorumLock) lookAs() (as []reentrant.Waiter, down map[int]bool) {
 	defer r.mu.Unlock()
 	as = slices.Clone(r.waiters)
 	for i := range as {
-		as[i].Unqueued = i > r.waitsOn
+		as[i].Unqueued, as[i].Wakes = i > r.waitsOn, true
 	}
 	return as, r.down
 }
