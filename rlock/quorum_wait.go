@@ -155,13 +155,7 @@ var errUnheard = errors.New("no answer by the time the other nodes answered, aft
 // heardAllBut says whether got holds a reply of every node but those of
 // down (a look's decision, with a majority's: see lookAs).
 func (r *quorumLock) heardAllBut(got []nodeReply[nodeTake], down map[int]bool) bool {
-	n := len(got)
-	for i := range down {
-		if !slices.ContainsFunc(got, func(r nodeReply[nodeTake]) bool { return r.node == i }) {
-			n++
-		}
-	}
-	return len(down) > 0 && n == len(r.nodes)
+	return len(down) > 0 && len(got)+len(unheard(got, down)) == len(r.nodes)
 }
 
 // unheard is the nodes of down that got holds no reply of, as failed.
