@@ -17,10 +17,8 @@ func TestUnqueuedLookClaimsItsGrant(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, h.Acquired)
 	_, w := live(t, rdb, l, "w")
-	unqueued := w
-	unqueued.Unqueued = true
 
-	res, err := l.AcquireNew(ctx, rdb, "W", testLease, unqueued)
+	res, err := l.AcquireNew(ctx, rdb, "W", testLease, unqueued(w))
 	require.NoError(t, err)
 	require.False(t, res.Acquired)
 	require.Zero(t, rdb.LLen(ctx, l.Queue).Val(), "an unqueued look queued")
@@ -30,7 +28,7 @@ func TestUnqueuedLookClaimsItsGrant(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, rdb.Exists(ctx, l.Granted).Val(), "no grant to w")
 
-	res, err = l.AcquireNew(ctx, rdb, "W", testLease, unqueued)
+	res, err = l.AcquireNew(ctx, rdb, "W", testLease, unqueued(w))
 	require.NoError(t, err)
 	require.True(t, res.Acquired && res.Reported, "%+v", res)
 	require.Zero(t, rdb.Exists(ctx, l.Granted).Val(), "the grant was taken unclaimed")
