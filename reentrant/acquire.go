@@ -100,6 +100,10 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 	if w.ID != "" {
 		a.waiter, a.aliveKey, a.aliveMs = w.ID, w.Alive, k.aliveTTL.Milliseconds()
 		a.record = w.record(owner, ms, a.aliveMs, !newOwner)
+		if w.Wakes || w.Unqueued {
+			keys = append(keys, k.Wake)
+			a.unqueued = wireFlag(w.Unqueued)
+		}
 	}
 	args := a.argv()
 	return untilDrained(func() (AcquireResult, error) { return k.acquireOnce(ctx, rdb, keys, args) })
@@ -133,6 +137,7 @@ type acquireArgs struct {
 	record   string
 	aliveKey string
 	aliveMs  int64
+	unqueued string // with the wake key only: wireFlag(Waiter.Unqueued)
 
 	publish string
 }
@@ -143,6 +148,9 @@ func (a acquireArgs) argv() []any {
 	args := []any{a.owner, formatToken(a.token), a.leaseMs, wireFlag(a.newOwner), a.requestMs}
 	if a.waiter != "" {
 		args = append(args, a.waiter, a.record, a.aliveKey, a.aliveMs)
+	}
+	if a.unqueued != "" {
+		args = append(args, a.unqueued)
 	}
 	return append(args, a.publish)
 }

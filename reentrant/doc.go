@@ -19,6 +19,7 @@
 //	<prefix>{N}:fence          the fencing-token counter (expires; see Footprint)
 //	<prefix>{N}:queue          the waiters, oldest first, one record each (expires)
 //	<prefix>{N}:granted        the last grant, until its waiter claims it or gives it back
+//	<prefix>{N}:wake           wake records of waiters that look without queueing (quorum mode; expires)
 //	<prefix>{N}:alive:<client> a client's liveness key, where the receiver count cannot judge
 //	<prefix>{N}:req:<id>       a request's remembered result (expires)
 //	<prefix>grant:<client>     a client's grant channel (<prefix>{N}:grant:<client> sharded)
@@ -63,7 +64,8 @@
 // expires when nothing depends on it any more: a lock's hash and a
 // resource's holds with their leases, a queue a waiter's lease after the
 // last look of any of its waiters (a waiter looks at least every third of
-// its lease), request keys after RequestTTL, liveness keys after
+// its lease), wake records each its waiter's liveness TTL after the look
+// that left it (see Quorum mode), the key with the last, request keys after RequestTTL, liveness keys after
 // AliveTTL, a semaphore's size two leases after the last hold or waiter
 // that depends on it, or after SetSize (see Shared resources).
 //
@@ -195,39 +197,96 @@
 //     within that lease of each other, since n's clock then passed every
 //     token of a hold that ended before it came back).
 //
-// Waiting. A waiter subscribes on every node's grant line and queues on
-// every node (a look as a waiter), and every message on any of them
-// wakes it; it then looks once, on every node, whatever woke it. A split
-// vote (each node granting a different head) must not deadlock, so a look
-// that gets fewer than M grants keeps only those of a prefix of the nodes
-// in their fixed order (nodes that failed in this look skipped), up to
-// the first that answered without a grant, and gives back the rest, which
-// passes each to its node's next waiter. Two waiters that see the same
-// nodes fail both start their prefix at the same node, which only one of
-// them can hold: so at most one waiter keeps grants, and every other
-// waiter passes on what it is granted. The keeper waits for the holder
-// and for waiters that keep nothing, and the others wait for it: no
-// cycle, so no deadlock.
-// (Waiters that see different nodes fail may start at different nodes;
-// their next look, at the latest a third of a lease later, sees again.)
-// The order is first-come at the first node, not across nodes.
+// Waiting. A waiter subscribes on every node's grant line, and a grant to
+// it on any of them wakes it; it then looks once, on every node, whatever
+// woke it. A split vote (each node granting a different head) must not
+// deadlock, so a look that gets fewer than M grants keeps only those of a
+// prefix of the nodes in their fixed order (nodes that failed in this look
+// skipped), up to the first that answered without a grant, the node it
+// waits on, and gives back the rest, which passes each to its node's next
+// waiter, if any.
 //
-// What the rule does not give is a bound on the wait, and it claims no
-// freedom from livelock. A waiter handed a node past its prefix (the
-// keeper too, when a node before it in the order is not yet its own) gives
-// it back, which ends its place in that node's queue; its next look queues
-// it there again, at the back. So a node's lock can go down its whole
-// queue, one give-back, one wake-up and one look on every node per waiter,
-// before it reaches a waiter whose prefix it extends, and the keeper loses
-// its place on every node it was handed too early. Every give-back is a
-// message that wakes a waiter to look again, so looks stay busy while
-// holds are rare: on 5 nodes under contention the lock stalls (the quorum
-// bench's storm on 5 nodes makes a handful of holds in 30 s, against
-// hundreds on 3). One look per wake-up keeps each waiter's work per
-// message bounded; it does not make the passes converge.
+// Its looks queue it only on the nodes up to the one it waits on (before
+// its first look, the first node). Past it they look as its waiter
+// unqueued (Waiter.Unqueued): they take the lock only where it is free
+// with nobody queued, and claim a grant it was handed there while queued;
+// where the look does not end holding the node, it leaves a wake record
+// there (the waiter's queue record, in <prefix>{N}:wake, scored by when it
+// runs out: its liveness TTL, the liveness key's where there is one,
+// else its lease, from the look; each look replaces it). Every look of a
+// quorum waiter, queued or not, takes its record out first
+// (Waiter.Wakes), so none stays on a node where its call ends holding, to
+// which its leave does not go. A record is never granted from. A hold's release that leaves the node free (nobody
+// queued to grant: Keys.ReleaseWaking) wakes one record's waiter, the
+// oldest live one, and takes that record out: a message "<id> wake" on
+// its grant channel, judged live as a grant is (see Liveness), which only
+// makes it look again, on every node. So the node it waits on may pause
+// after its look, when no release there can wake it: the releases of the
+// other nodes do. A leave takes its record out; a leave of a waiter with
+// neither a record nor a queue place while the node is free passes on a
+// wake-up it may have taken and not used (one more at worst). A give-back
+// of a grant a look could not keep is a plain Release and wakes nobody:
+// the waiters of the records there looked no later, and one woken would
+// take the node and give it back in turn, waking the next, down the whole
+// set of records. Nor do a force-release or a pass (Draining) wake one.
+// Where it has no waiter on the node it waits on (not subscribed there
+// yet), it queues on every node it has one. A look that left it unqueued
+// on a node it must now be queued on to be woken (its prefix grew past
+// the nodes the look queued on, or a subscription there joined after the
+// look began) looks again at once, queued: each such look follows a grant
+// or a join, so the waiter is queued where it waits before it sleeps. It
+// needs no leave to stop queueing on a node (a leave would wait on that
+// node, and a paused node would delay the call): its record left there is
+// granted to it at most once, and that grant is claimed by its next look
+// there (kept or given back with the prefix) or given back by its leave
+// when the call ends, never taken unclaimed.
+//
+// Why no deadlock. Two waiters that see the same nodes fail both start
+// their prefix at the same node, which only one of them can hold: so at
+// most one waiter keeps grants (the keeper), and it is queued on the node
+// it waits on; every other waiter keeps none and waits on that first
+// node, queued there only (and in records it left elsewhere, each granted
+// once and passed on). The keeper waits for the holder, and for those
+// records ahead of it; the others wait for the keeper and the holder: no
+// cycle, so no deadlock. (Waiters that see different nodes fail, or have
+// no waiter on the node they wait on, may start at different nodes and
+// queue on more; their next look, at the latest a third of a lease later,
+// sees again.) The order is first-come at the first node that answers,
+// not across nodes.
+//
+// A look waits for a node that failed the call's last look only until
+// every other node answered, and counts it failed if it has not: a node
+// paused costs a waiting call one wait for it (its read timeout), not one
+// a look. That matters in a split with a node paused: two waiters woken
+// together each take one free node; the one that keeps nothing gives its
+// node back and may take it again in its next look, before the keeper's
+// look that queues it there (a free node with nobody queued), which then
+// gets it by that give-back's grant; each look that falls short of a
+// majority waited for the paused node (5 s a look with go-redis's
+// defaults), now only the first.
+//
+// What the rule bounds, and what it does not. A release on a node past
+// the first goes to the keeper, to a record left there (once), or leaves
+// the lock free and wakes one waiter; it is not passed down a queue of
+// waiters that can keep none, each waking, looking on every node and
+// giving it back. With every waiter queued on every node, a hold cost
+// about 13 grants on 3 nodes and 66 on 5 in a storm of 32 waiters
+// (TestQuorumStormCompletes, which asserts at most one message per node);
+// with the queue up to the node waited on, about one; with wake records,
+// about 2.4 on 3 nodes and 3.7 on 5, each release of a node nobody is
+// queued on waking one waiter, mostly the next holder. What it does not
+// bound: a newcomer's first look may take nodes past the first that are
+// free with nobody queued, and gives them back at once; a waiter that
+// looks meanwhile finds them held, queues there and is handed them by
+// that give-back, at the cost of one more wake-up and look, not of a
+// stall. Nor does it bound a wait while nodes fail or pause beyond the
+// wake-ups above (a waiter woken whose call then ends passes its wake-up
+// on only through its leave), and it claims no order across nodes beyond
+// the first node's queue.
 //
 // Footprint of quorum mode: the same keys on each node as the plain lock,
-// no more; the counter's expiry is the raised token's.
+// and the wake records, which expire (see Footprint); the counter's
+// expiry is the raised token's.
 //
 // # The baton pass
 //

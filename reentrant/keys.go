@@ -78,6 +78,11 @@ type Keys struct {
 	// the grant's one count is given back at most once, never another
 	// call's count of the same owner.
 	Granted string
+	// Wake is the key of the lock's wake records: waiters whose looks
+	// did not queue (Waiter.Unqueued), each woken once by a script that
+	// frees the lock, never granted from there (see the package doc's
+	// Quorum mode).
+	Wake string
 
 	requestPrefix string
 	grantPrefix   string
@@ -143,7 +148,7 @@ func (ns Namespace) Keys(name string) (Keys, error) {
 func (k *Keys) name(prefix string, sharded bool) {
 	hashLen := len(prefix) + len("{") + len(k.Name) + len("}")
 	var b strings.Builder
-	b.Grow(5*hashLen + len(":fence:queue:granted:req::grant:") + len(prefix) + len("grant:"))
+	b.Grow(6*hashLen + len(":fence:queue:granted:wake:req::grant:") + len(prefix) + len("grant:"))
 	key := func(suffix string) (from, to int) {
 		from = b.Len()
 		b.WriteString(prefix)
@@ -156,6 +161,7 @@ func (k *Keys) name(prefix string, sharded bool) {
 	fence, fenceEnd := key(":fence")
 	queue, queueEnd := key(":queue")
 	granted, grantedEnd := key(":granted")
+	wake, wakeEnd := key(":wake")
 	req, reqEnd := key(":req:")
 	grant, grantEnd := b.Len(), 0
 	if sharded {
@@ -167,7 +173,7 @@ func (k *Keys) name(prefix string, sharded bool) {
 	}
 	all := b.String()
 	k.Hash, k.Fence = all[fence:fence+hashLen], all[fence:fenceEnd]
-	k.Queue, k.Granted = all[queue:queueEnd], all[granted:grantedEnd]
+	k.Queue, k.Granted, k.Wake = all[queue:queueEnd], all[granted:grantedEnd], all[wake:wakeEnd]
 	k.requestPrefix, k.grantPrefix = all[req:reqEnd], all[grant:grantEnd]
 }
 

@@ -12,7 +12,9 @@ import (
 var leaveScript = grantingScript("leave.lua")
 
 // Leave takes waiter w out of the queue, where Acquire (or, with newOwner,
-// AcquireNew) queued it for owner and lease. If w was granted the lock
+// AcquireNew) queued it for owner and lease, and out of the wake records
+// (see Waiter.Unqueued); where it had neither and the lock is free, a
+// wake-up it may have taken goes on to another waiter. If w was granted the lock
 // meanwhile and no look has claimed the grant, it gives back the one count
 // the grant gave, passing the lock on to the next live waiter if that was
 // the last (see handOn), and reports true. Repeating it is harmless: the
@@ -22,7 +24,7 @@ func (k Keys) Leave(ctx context.Context, rdb redis.Scripter, w Waiter, owner str
 	if err != nil {
 		return false, err
 	}
-	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted}
+	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted, k.Wake}
 	record := w.record(owner, ms, k.aliveTTL.Milliseconds(), !newOwner)
 	n, err := leaveScript.Run(ctx, rdb, keys, owner, w.ID, record, k.publish).Int64()
 	if err != nil {

@@ -16,6 +16,24 @@ type Waiter struct {
 	// Alive is its client's liveness key (Keys.AliveKey) where the
 	// namespace judges liveness by key, empty otherwise. Use Keys.Waiter.
 	Alive string
+	// Unqueued makes a plain lock's acquire (Keys.Acquire, AcquireNew) a
+	// look as this waiter that does not join the queue: it finds and
+	// claims a grant the waiter was handed while queued, as any look does,
+	// and takes a free lock only where nobody is queued before it. Where
+	// it does not hold the lock after the call, it leaves the waiter's
+	// record in the wake records (Keys.Wake) instead of the queue: never
+	// granted from there, but woken once by a release that frees the lock
+	// (Keys.ReleaseWaking, a leave), until the waiter's liveness TTL (the
+	// liveness key's, else its lease) from this look, or until its leave
+	// (Keys.Leave) or a look that holds takes it out. Other scripts ignore
+	// it. A quorum call looks so on the nodes where it could keep no grant.
+	Unqueued bool
+	// Wakes says the waiter's looks may have left a wake record (see
+	// Unqueued): each of its looks takes it out, and only an Unqueued one
+	// leaves it again. A queued look of a waiter that has none is spared
+	// that command. A quorum call's looks all have it set, since the node
+	// it waits on moves.
+	Wakes bool
 }
 
 // record is w's record for owner, asking for a lease of leaseMs, where a

@@ -53,7 +53,27 @@ type ReleaseResult struct {
 // requestID must be unique per release: a repeated call with the same ID
 // replays the first result.
 func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
+	return k.release(ctx, rdb, owner, token, requestID, false)
+}
+
+// ReleaseWaking is Release for a hold's own release in quorum mode: where
+// the last hold's release leaves the lock free (nobody queued to grant),
+// it also wakes one waiter of the wake records, the oldest live one (see
+// Waiter.Unqueued). A give-back of a grant that a look could not keep is
+// a Release, and wakes nobody: the waiters it would wake looked no later
+// than the look that gives back, and one woken would give the lock back
+// again in turn, waking the next (see the package doc's Quorum mode).
+func (k Keys) ReleaseWaking(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
+	return k.release(ctx, rdb, owner, token, requestID, true)
+}
+
+// release runs release.lua for Release and, with the wake records (wake),
+// for ReleaseWaking.
+func (k Keys) release(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string, wake bool) (ReleaseResult, error) {
 	keys := []string{k.Hash, k.Fence, k.RequestKey(requestID), k.Queue, k.Granted}
+	if wake {
+		keys = append(keys, k.Wake)
+	}
 	n, err := releaseScript.Run(ctx, rdb, keys, owner, formatToken(token), k.requestTTL.Milliseconds(), k.publish).Int64()
 	if err != nil {
 		return ReleaseResult{}, fmt.Errorf("reentrant: release %q: %w", k.Name, err)

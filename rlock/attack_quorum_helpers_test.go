@@ -44,13 +44,13 @@ func aqDirect(srvs []*redistest.Server) []redis.UniversalClient {
 	return rdbs
 }
 
-// aqLeft names what lock name left on each node: its hash, queue or
-// granted key (the fence counter stays by design).
+// aqLeft names what lock name left on each node: its hash, queue,
+// granted or wake key (the fence counter stays by design).
 func aqLeft(ctx context.Context, srvs []*redistest.Server, name string) string {
 	k := atkResourceKey("lock", name)
 	out := ""
 	for i, s := range srvs {
-		for _, key := range []string{k, k + ":queue", k + ":granted"} {
+		for _, key := range []string{k, k + ":queue", k + ":granted", k + ":wake"} {
 			if n, err := s.Admin().Exists(ctx, key).Result(); err != nil || n > 0 {
 				out += fmt.Sprintf("node %d: %s (err %v, hash %v, pttl %v); ", i, key, err,
 					s.Admin().HGetAll(ctx, k).Val(), s.Admin().PTTL(ctx, key).Val())

@@ -164,21 +164,33 @@
 // leaveWait), and a look, which, once a majority granted, listens for the
 // other nodes as long again as that took (fanOut's linger: a hold made on
 // a bare majority dies with any one of its nodes), and waits for a node's
-// answer up to the node's read timeout (answerWithin). A waiter's
+// answer up to the node's read timeout (answerWithin; go-redis retries a
+// read that timed out once, so 3 to 6 s with its defaults), except for a
+// node that failed the call's last look: that one it waits for only until
+// every other node answered (lookAs), so a paused node costs a waiting
+// call one such wait, not one a look. A waiter's
 // subscription that answers after its call stopped waiting for it still
 // joins the call (anyWake.add). A look is the protocol's two rounds (package reentrant,
 // Quorum mode), or a renewal of a grant the waiter keeps; its waiting is
 // the attempt's own loop, with
 // every node's grant line as one wake source (anyWake) and every message a
-// nudge to look (subscribed.grants is false). The watchdog's batch is one
+// nudge to look (subscribed.grants is false): a grant to it on a node it
+// is queued on, or, on a node past the one it waits on, where its looks
+// leave a wake record instead (reentrant.Waiter.Unqueued), the wake-up a
+// hold's release sends there when it frees the node (Keys.ReleaseWaking;
+// a give-back of a grant a look could not keep wakes nobody). So a waiter
+// whose node pauses after its look still hears the releases of the
+// others. The watchdog's batch is one
 // pipeline per node; a hold's validity moves once a majority confirmed
 // its renewal. A reply to a look, a commit or a re-entry that comes after
 // its call stopped listening is never dropped: a grant or commit joins the
 // hold its look made, or is given back (a release that begins while a
 // node's commit is still under way raises that node itself before it
 // releases it, so an Unlock right after Lock finds the hold on every node
-// that granted it), and a failure is undone by replay,
-// as on one node; a release that failed there is resent. (A late renewal's
+// that granted it), a failure is undone by replay,
+// as on one node, and any other reply, once the call has left, leaves its
+// node again (its acquire may have run after the leave, and left a queue
+// place or wake record there); a release that failed there is resent. (A late renewal's
 // reply is dropped: it only extends.)
 //
 // Lock sets. LockAll takes several plain locks all or nothing, as handles

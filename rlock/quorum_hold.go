@@ -114,7 +114,9 @@ func (r *quorumLock) release(ctx context.Context, owner string, id uint64, reque
 				under = raised
 			}
 		}
-		return p.release(ctx, owner, under, requestID)
+		// The hold's own release wakes a waiter that left a wake record
+		// where it frees the node (see lookAs); a give-back does not.
+		return p.keys.ReleaseWaking(ctx, p.rdb, owner, under, requestID)
 	}
 	// A node's release that failed, or answered after the verdict, is
 	// resent under the same request ID until it is answered: the hold
@@ -229,6 +231,7 @@ func (r *quorumLock) leave(ctx context.Context, _ reentrant.Waiter, owner string
 	r.giveUp(acquireCall{owner: owner, lease: lease, newOwner: newOwner}, nil)
 	r.mu.Lock()
 	waiters := slices.Clone(r.waiters) // a late subscription joins under mu
+	r.left = true
 	r.mu.Unlock()
 	replies, err := everyNode(ctx, r, func(ctx context.Context, i int) (struct{}, error) {
 		if waiters[i].ID == "" {

@@ -48,14 +48,33 @@ type outcome struct {
 
 // settleLate deals with a round-1 reply that came after its look stopped
 // listening, or failed: a grant joins the hold the look made, if any (see
-// joinLate); a failed acquire may have run, so it is undone (see undoOn).
+// joinLate); a failed acquire may have run, so it is undone (see undoOn);
+// any other may have queued the call's waiter, or left its wake record,
+// after the call left (see leaveLate).
 func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall, out *outcome) {
 	switch {
 	case rep.err != nil:
 		r.c.background.run(call.lease, func(ctx context.Context) { r.undoOn(ctx, rep.node, call) })
 	case rep.val.granted:
 		r.joinLate(rep.node, call, rep.val.token, rep.val.reentered(), out)
+	default:
+		r.leaveLate(rep.node, call)
 	}
+}
+
+// leaveLate leaves node i again where the call has left already (left):
+// its look's acquire there ran before this reply came, but perhaps after
+// the leave, which then found no queue place or wake record to take out,
+// and nothing would take out that record until it runs out. A leave not
+// yet sent when left is read runs after the acquire, and takes it out.
+func (r *quorumLock) leaveLate(i int, call acquireCall) {
+	r.mu.Lock()
+	left, w := r.left, r.waiters[i]
+	r.mu.Unlock()
+	if !left || w.ID == "" {
+		return
+	}
+	r.leaveOn(i, w, call)
 }
 
 // joinLate makes node i's hold, granted under token from but answered
@@ -210,16 +229,23 @@ func (r *quorumLock) raiseOn(ctx context.Context, i int, call acquireCall, from,
 func (r *quorumLock) leaveOthers(call acquireCall, granted map[int]uint64) {
 	r.mu.Lock()
 	waiters := slices.Clone(r.waiters)
+	r.left = true
 	r.mu.Unlock()
 	for i, w := range waiters {
 		if _, ok := granted[i]; ok || w.ID == "" {
 			continue
 		}
-		p := r.nodes[i]
-		r.c.background.run(call.lease, func(ctx context.Context) {
-			_ = untilAnswered(ctx, func(ctx context.Context) error {
-				return p.leave(ctx, w, call.owner, call.lease, call.newOwner)
-			})
-		})
+		r.leaveOn(i, w, call)
 	}
+}
+
+// leaveOn takes waiter w out of node i's queue and wake records, in the
+// background.
+func (r *quorumLock) leaveOn(i int, w reentrant.Waiter, call acquireCall) {
+	p := r.nodes[i]
+	r.c.background.run(call.lease, func(ctx context.Context) {
+		_ = untilAnswered(ctx, func(ctx context.Context) error {
+			return p.leave(ctx, w, call.owner, call.lease, call.newOwner)
+		})
+	})
 }

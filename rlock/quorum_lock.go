@@ -21,7 +21,7 @@ type quorumLock struct {
 	q     *quorum
 	nodes []*plainLock // the lock on each node, in its Client's namespace
 
-	mu sync.Mutex // guards the waiting call's state: waiters and kept
+	mu sync.Mutex // guards the waiting call's state: waiters, kept, waitsOn and down
 	// waiters is the call's waiter on each node, zero where it did not
 	// subscribe.
 	waiters []reentrant.Waiter
@@ -29,6 +29,13 @@ type quorumLock struct {
 	// token): the first nodes in order that grant it, up to the first
 	// that answers and does not (see acquire).
 	kept map[int]uint64
+	// waitsOn is the node the waiting call waits on: where its last
+	// look's kept prefix stopped (0 before its first look), or len(nodes)
+	// where it has no waiter there. Its looks queue it on that node and
+	// those before it only (see lookAs and waitOn).
+	waitsOn int
+	// down is the nodes that failed the call's last look (see lookAs).
+	down map[int]bool
 
 	// joining is the nodes of the hold whose raise to its token goes on
 	// after the look returned (node → the token it granted under): a
@@ -37,6 +44,10 @@ type quorumLock struct {
 	// given back (see joinLate). Both are guarded by mu.
 	joining   map[int]uint64
 	releasing bool
+	// left is set, under mu, once the call's leave of the nodes it does
+	// not hold is about to be sent: a late reply of a look then leaves
+	// its node again (see leaveLate).
+	left bool
 }
 
 // lock is the quorum lock called name, or says why it cannot be
@@ -102,17 +113,17 @@ type nodeTake struct {
 // re-entry's above it. token is then that hold's ID.
 func (t nodeTake) reentered() bool { return t.granted && t.count > 1 }
 
-// takeOn is round 1 on node i: the node's acquire, as the call's waiter
-// there if it has one; a grant kept from an earlier look is confirmed by
-// a renewal instead, which counts nothing twice and moves its lease from
-// now, as the acquire of a new grant does.
-func (r *quorumLock) takeOn(ctx context.Context, i int, call acquireCall) (nodeTake, error) {
+// takeOn is round 1 on node i: the node's acquire, as waiter w (the
+// call's waiter there, if any, as lookAs gives it); a grant kept from an
+// earlier look is confirmed by a renewal instead, which counts nothing
+// twice and moves its lease from now, as the acquire of a new grant does.
+func (r *quorumLock) takeOn(ctx context.Context, i int, call acquireCall, w reentrant.Waiter) (nodeTake, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.q.answerWithin(i))
 	defer cancel()
 	r.mu.Lock()
 	t, kept := r.kept[i]
-	call.waiter = r.waiters[i]
 	r.mu.Unlock()
+	call.waiter = w
 	if kept {
 		ok, err := r.nodes[i].renew(ctx, call.owner, t, call.lease)
 		return nodeTake{granted: ok, token: t, count: 1}, err
@@ -141,7 +152,9 @@ func (r *quorumLock) acquire(ctx context.Context, call acquireCall) (reentrant.A
 // answered without one: so of any two waiters, at most one keeps a grant
 // while it waits (both would hold the first node that answers them both),
 // and it waits only for the holder. That is the tie-break of a split vote:
-// no two waiters hold parts of the lock while waiting for each other.
+// no two waiters hold parts of the lock while waiting for each other. A
+// waiting call queues only up to the node it waits on (see waitOn): a
+// release past it goes to a waiter that can keep it.
 //
 // Round 1 goes on listening once a majority granted, as long again as
 // that took (see fanOut's linger), so that a node a little slower than
@@ -160,12 +173,13 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 	start := time.Now()
 	out := &outcome{done: make(chan struct{})}
 	defer close(out.done)
+	as, down := r.lookAs()
 	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
-		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call) },
-		func(got []nodeReply[nodeTake]) bool { _, ok := r.agreed(got); return ok }, true,
+		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call, as[i]) },
+		func(got []nodeReply[nodeTake]) bool { _, ok := r.agreed(got); return ok || r.heardAllBut(got, down) }, true,
 		func(late nodeReply[nodeTake]) { r.settleLate(late, call, out) })
 	held, agreed := r.agreed(replies)
-	fresh, failed := map[int]uint64{}, map[int]error{}
+	fresh, failed := map[int]uint64{}, unheard(replies, down)
 	var ttls []time.Duration
 	count := int64(1)
 	for _, rep := range replies {
@@ -183,6 +197,12 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 			fresh[rep.node] = rep.val.token
 		}
 	}
+	r.mu.Lock()
+	r.down = map[int]bool{}
+	for i := range failed {
+		r.down[i] = true
+	}
+	r.mu.Unlock()
 	switch {
 	case err != nil:
 		return reentrant.AcquireResult{}, r.fail(call, fresh, err)
@@ -193,7 +213,11 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 	case len(r.nodes)-len(failed) < r.q.majority:
 		return reentrant.AcquireResult{}, r.fail(call, fresh, r.q.unreachable(r.name(), failed))
 	}
-	r.keepPrefix(call, fresh, failed)
+	if r.waitOn(call, r.keepPrefix(call, fresh, failed), as, failed) {
+		// Not queued where it now waits: look again at once (a holder TTL
+		// of 0), queued there.
+		return reentrant.AcquireResult{}, nil
+	}
 	return reentrant.AcquireResult{HolderTTL: soonest(ttls)}, nil
 }
 
@@ -242,31 +266,6 @@ func soonest(ttls []time.Duration) time.Duration {
 		}
 	}
 	return soon
-}
-
-// keepPrefix keeps, for a waiting call, the grants of the first nodes in
-// order up to the first that answered without one (see acquireNew), and
-// gives back the others.
-func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed map[int]error) {
-	keep := map[int]uint64{}
-	for i := range r.nodes {
-		if _, ok := failed[i]; ok {
-			continue
-		}
-		t, ok := granted[i]
-		if !ok || call.waiter.ID == "" {
-			break
-		}
-		keep[i] = t
-	}
-	r.mu.Lock()
-	r.kept = keep
-	r.mu.Unlock()
-	for i, t := range granted {
-		if _, ok := keep[i]; !ok {
-			r.giveBackOn(i, call, t, t)
-		}
-	}
 }
 
 // commit is round 2: the token T is the largest of the grants' tokens,

@@ -90,7 +90,7 @@ func TestQuorumSplitVote(t *testing.T) {
 	for _, s := range srvs {
 		require.Eventually(t, func() bool {
 			k := "baton:{split}"
-			n, err := s.Admin().Exists(ctx, k, k+":queue", k+":granted").Result()
+			n, err := s.Admin().Exists(ctx, k, k+":queue", k+":granted", k+":wake").Result()
 			return err == nil && n == 0
 		}, 10*time.Second, 10*time.Millisecond, "nothing left on %s", s.Addr)
 	}

@@ -10,6 +10,10 @@
 --         waiter claims it (see grant)
 -- KEYS[5] req: the request key, which remembers this request's result so
 --         that a retried call replays it; absent when newOwner
+-- KEYS[#KEYS] wake: the wake records (see enqueue), after req if any;
+--         only for a waiter that may have one (Waiter.Wakes): its look
+--         takes its record out, and one that does not queue leaves it
+--         again where it does not end holding the lock
 -- The hold asked for:
 -- ARGV[1] owner: the owner to take or re-enter the lock for
 -- ARGV[2] token: the token of the hold to re-enter, or '0' to take or
@@ -20,10 +24,16 @@
 -- ARGV[5] requestMs: how long the request key lasts, in ms
 -- The waiter, absent when the call does not queue (then read as ''):
 -- ARGV[6] waiter: its ID
--- ARGV[7] record: its queue record (see record.go)
+-- ARGV[7] record: its queue record (see record.go); a look that does not
+--         queue (ARGV[10]) leaves it in the wake records instead, where it
+--         does not hold the lock after the call: it finds and claims the
+--         waiter's grant as any look does, and takes a free lock only with
+--         nobody queued before it
 -- ARGV[8] aliveKey: its client's liveness key, '' where there is none
 -- ARGV[9] aliveMs: how long its look keeps the liveness key, in ms
--- The namespace, last (ARGV[10], or ARGV[6] without a waiter):
+-- ARGV[10] unqueued: '1' for a look that does not queue (Waiter.Unqueued),
+--         present only with the wake key
+-- The namespace, last (ARGV[10] or ARGV[11], or ARGV[6] without a waiter):
 -- publish: 'publish', 'spublish' or 'publish-alive' (see grant)
 -- Returns {1, holdCount, token} when owner holds the lock after the call,
 --           with a fourth element 1 when the hold was there before and this
@@ -41,7 +51,13 @@ if #ARGV > 6 then
   waiter, record, aliveKey, aliveMs = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 end
 local publish = ARGV[#ARGV]
+local wake = #KEYS > (newOwner and 4 or 5) and KEYS[#KEYS]
 requireMaster()
+if wake then
+  -- Left again by enqueue, if the look does not queue, unless it ends
+  -- holding the lock.
+  redis.call('zrem', wake, record)
+end
 
 -- The free path: nobody holds the lock and nobody waits, which one EXISTS
 -- tells. It ends here, before the grant library (acquire_queue.lua) is

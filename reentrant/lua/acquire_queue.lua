@@ -20,5 +20,5 @@ if pttl == -2 then
   -- waits as when the lock is held, and repeats the call at once.
   reply = id and {0, redis.call('pttl', hash)} or {2}
 end
-enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
+enqueue(queue, record, aliveKey, aliveMs, leaseMs, #ARGV > 10 and ARGV[10] == '1' and wake)
 return reply

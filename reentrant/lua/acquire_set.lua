@@ -70,7 +70,7 @@ for i = 1, members do
       -- the waiter looks at once, and its look grants the queue's head,
       -- or reads the PTTL.
       reply[1] = math.max(redis.call('pttl', hash), 0)
-      enqueue(queue, waiter, record, '', '', leaseMs)
+      enqueue(queue, record, '', '', leaseMs)
     end
     break
   end

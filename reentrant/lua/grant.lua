@@ -77,18 +77,45 @@ local function grant(hash, fence, queue, granted, publish, self, last)
   return nil, nil, redis.call('lindex', queue, 0) ~= false
 end
 
+-- nudge wakes one waiter of the wake records (see enqueue, record.lua):
+-- the oldest live one (the one whose waiter looked longest ago, most
+-- likely the head of the queue of the node it waits on, whom a grant
+-- there wakes too), whose record it takes out, and none once it finds
+-- none live among grantTries. A wake-up is no grant: its message ("<id>
+-- wake") only makes the waiter look again, on every node, and a waiter
+-- that has gone ignores it (its leave passes the wake-up on: leave.lua).
+-- Records past their time are dropped first.
+local function nudge(wake, publish)
+  redis.call('zremrangebyscore', wake, '-inf', formatToken(math.floor(clockToken() / 1000)))
+  for _ = 1, grantTries do
+    local oldest = redis.call('zpopmin', wake)
+    if #oldest == 0 then
+      return
+    end
+    local w = parseWaiter(oldest[1])
+    if w and deliver(publish, w.c, w.a, w.id .. ' wake') then
+      return
+    end
+  end
+end
+
 -- passOn hands on a lock whose last hold is being given up: to the oldest
 -- live waiter (see grant), or, when it granted nobody, to nobody, by
--- deleting the hash. last is the fencing counter's value, if the caller
--- has read it (see nextToken). It returns true when it granted nobody but
--- left entries in the queue (grant's left): the lock is then free behind
--- them, and the script's reply tells the client to run pass.lua.
-local function passOn(hash, fence, queue, granted, publish, last)
+-- deleting the hash, and then, given the wake records (wake), it wakes
+-- one waiter of those (nudge). last is the fencing counter's value, if the
+-- caller has read it (see nextToken). It returns true when it granted
+-- nobody but left entries in the queue (grant's left): the lock is then
+-- free behind them, and the script's reply tells the client to run
+-- pass.lua.
+local function passOn(hash, fence, queue, granted, publish, last, wake)
   local id, _, left = grant(hash, fence, queue, granted, publish, '', last)
   if id then
     return false
   end
   -- The granted key goes with the hold whose grant it names.
   redis.call('del', hash, granted)
+  if wake then
+    nudge(wake, publish)
+  end
   return left
 end

@@ -1,4 +1,5 @@
--- A waiter gives up: it leaves the queue, or, if it was granted the lock in
+-- A waiter gives up: it leaves the queue and the wake records (see
+-- enqueue), or, if it was granted the lock in
 -- the meantime and has not claimed the grant, gives back the one count the
 -- grant gave, passing the lock on at once if that was the last (see
 -- passOn).
@@ -6,6 +7,7 @@
 -- KEYS[2] fence: the fencing-token counter
 -- KEYS[3] queue: the waiters
 -- KEYS[4] granted: the last grant to a waiter, until it claims it
+-- KEYS[5] wake: the wake records (see enqueue)
 -- ARGV[1] owner: the waiter's owner
 -- ARGV[2] waiter: the waiter's ID
 -- ARGV[3] record: the waiter's queue record
@@ -14,11 +16,19 @@
 -- claimed or is gone), 1 when it had been granted the lock and gave back
 -- its count, 2 when it did, freed the lock and granted nobody but left
 -- entries in the queue (see grant): the client runs pass.lua.
-local hash, fence, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local hash, fence, queue, granted, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, waiter, record, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
+-- Its wake record goes too, if any. A waiter with neither a record nor a
+-- place in the queue, while the lock is free, may have been woken by a
+-- release that took its record, and looks no more: the wake-up goes on to
+-- another (one that had neither costs one wake-up more).
+local recorded = redis.call('zrem', wake, record) == 1
 if redis.call('lrem', queue, 1, record) == 1 then
   return 0
+end
+if not recorded and redis.call('exists', hash) == 0 then
+  nudge(wake, publish)
 end
 local token = redis.call('get', fence)
 -- The granted key names the waiter while its grant is unclaimed: a count
@@ -36,5 +46,5 @@ if count > 1 then
   redis.call('hincrby', hash, owner, -1)
   return 1
 end
-local left = passOn(hash, fence, queue, granted, publish, token)
+local left = passOn(hash, fence, queue, granted, publish, token, wake)
 return left and 2 or 1

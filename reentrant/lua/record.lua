@@ -40,18 +40,34 @@ end
 
 -- enqueue makes the calling waiter's record part of the queue, once however
 -- often its call is repeated (a look, a resend), and, where liveness is
--- judged by key, keeps its client's liveness key: every look of a queued
--- waiter says its client is alive. A call that does not wait (waiter '')
--- changes nothing. The queue lasts at least leaseMs, the waiter's lease,
--- from each look (never shortened): a waiter looks at least every third
--- of its lease, so a queue expires only once none of its waiters looks.
-local function enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
-  if waiter == '' then
+-- judged by key, keeps its client's liveness key: every look of a waiter
+-- says its client is alive. A call with no waiter (record '') changes
+-- nothing. The queue lasts at least leaseMs, the waiter's lease, from each
+-- look (never shortened): a waiter looks at least every third of its
+-- lease, so a queue expires only once none of its waiters looks.
+--
+-- A look that does not queue (wake, the lock's wake records, given: see
+-- Waiter.Unqueued) leaves the record in the wake records instead, once,
+-- until the waiter's liveness TTL from this look (the record's
+-- unconfirmed lease: the liveness key's TTL where there is one, else the
+-- lease; the waiter looks at least every third of it). It is never
+-- granted from there: a script that frees the lock wakes it (nudge, in
+-- grant.lua), and its leave removes it.
+local function enqueue(queue, record, aliveKey, aliveMs, leaseMs, wake)
+  if record == '' then
     return
   end
-  -- A new queue has no expiry, which PEXPIRE GT takes for an infinite one.
-  local new = not redis.call('lpos', queue, record) and redis.call('rpush', queue, record) == 1
-  redis.call('pexpire', queue, leaseMs, new and 'nx' or 'gt')
+  if wake then
+    local ms = tonumber(parseWaiter(record).u)
+    local now = math.floor(clockToken() / 1000)
+    redis.call('zremrangebyscore', wake, '-inf', formatToken(now))
+    local new = redis.call('zadd', wake, formatToken(now + ms), record) == 1 and redis.call('zcard', wake) == 1
+    redis.call('pexpire', wake, ms, new and 'nx' or 'gt')
+  else
+    -- A new queue has no expiry, which PEXPIRE GT takes for an infinite one.
+    local new = not redis.call('lpos', queue, record) and redis.call('rpush', queue, record) == 1
+    redis.call('pexpire', queue, leaseMs, new and 'nx' or 'gt')
+  end
   if aliveKey ~= '' then
     redis.call('set', aliveKey, 1, 'px', aliveMs)
   end

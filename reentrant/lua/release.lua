@@ -6,6 +6,9 @@
 --         that a retried call replays it
 -- KEYS[4] queue: the waiters
 -- KEYS[5] granted: the last grant to a waiter, until it claims it
+-- KEYS[6] wake: the wake records, for a release that frees the lock to
+--         wake one of (see passOn); absent for a give-back, which wakes
+--         none
 -- ARGV[1] owner: the owner leaving a hold
 -- ARGV[2] token: the token of its hold
 -- ARGV[3] requestMs: how long the request key lasts, in ms
@@ -17,7 +20,7 @@
 -- This file runs before the grant library, and ends every call that
 -- grants nothing; release_pass.lua, after the library, hands the lock on
 -- to a queue. Each remembers its reply under req, for requestMs.
-local hash, fence, req, queue, granted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local hash, fence, req, queue, granted, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local owner, token, requestMs, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- One read for the replay record and the counter.
@@ -29,7 +32,7 @@ end
 -- The free path ends here, with no PUBLISH: the owner still holds, or
 -- nobody is queued (its record is then the string '0': a Lua number
 -- would be printed, which costs the server more than the SET).
-local left = releaseHold(hash, queue, granted, owner, token, seen[2])
+local left = releaseHold(hash, queue, granted, owner, token, seen[2], wake)
 if left == -1 then
   return -1
 end

@@ -10,8 +10,9 @@
 -- count, 0 when it left the last hold of a lock nobody waits for (the
 -- lock is then free: nothing is published), -1 when owner does not hold
 -- the lock under token, or nil when it is the last hold and the queue has
--- entries: the caller hands the lock on (passOn), which replaces the hold.
-local function releaseHold(hash, queue, granted, owner, token, held)
+-- entries, or, given the wake records (wake), they have: the caller hands
+-- the lock on (passOn), which replaces the hold or wakes a waiter.
+local function releaseHold(hash, queue, granted, owner, token, held, wake)
   local count = tonumber(redis.call('hget', hash, owner))
   if not count or held ~= token then
     return -1
@@ -22,7 +23,7 @@ local function releaseHold(hash, queue, granted, owner, token, held)
     -- shortens.
     return redis.call('hincrby', hash, owner, -1)
   end
-  if redis.call('exists', queue) == 0 then
+  if redis.call('exists', queue, wake or queue) == 0 then
     -- The granted key goes with the hold whose grant it names (a grant a
     -- message made a hold, which no look claimed).
     redis.call('del', hash, granted)

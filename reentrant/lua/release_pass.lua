@@ -5,6 +5,6 @@
 
 -- A reply of -2 is remembered as it is: a resent release asks for the pass
 -- again, which grants nothing twice (pass.lua runs only on a free lock).
-local reply = passOn(hash, fence, queue, granted, publish, seen[2]) and '-2' or '0'
+local reply = passOn(hash, fence, queue, granted, publish, seen[2], wake) and '-2' or '0'
 redis.call('set', req, reply, 'px', requestMs)
 return tonumber(reply)

@@ -143,7 +143,7 @@ finish(r, plan, now)
 if mine then
   return {1, mine.c, tonumber(mine.t), 0, tonumber(mine.hid)}
 end
-enqueue(queue, waiter, record, aliveKey, aliveMs, leaseMs)
+enqueue(queue, record, aliveKey, aliveMs, leaseMs)
 if waiter ~= '' then
   keepSize(r, now, leaseMs)
 end
