@@ -216,8 +216,9 @@
 // else its lease, from the look; each look replaces it). Every look of a
 // quorum waiter, queued or not, takes its record out first
 // (Waiter.Wakes), so none stays on a node where its call ends holding, to
-// which its leave does not go. A record is never granted from. A hold's release that leaves the node free (nobody
-// queued to grant: Keys.ReleaseWaking) wakes one record's waiter, the
+// which its leave does not go. A record is never granted from. A hold's
+// release that leaves the node free (nobody queued to grant:
+// Keys.ReleaseWaking) wakes one record's waiter, the
 // oldest live one, and takes that record out: a message "<id> wake" on
 // its grant channel, judged live as a grant is (see Liveness), which only
 // makes it look again, on every node. So the node it waits on may pause
