@@ -17,7 +17,23 @@ var forceReleaseScript = grantingScript("replay.lua", "force_release.lua")
 // same ID (go-redis resends one whose reply was lost) replays the first
 // result, rather than deleting the hold its first run granted.
 func (k Keys) ForceRelease(ctx context.Context, rdb redis.Scripter, requestID string) (uint64, error) {
+	return k.forceRelease(ctx, rdb, requestID, false)
+}
+
+// ForceReleaseWaking is ForceRelease in quorum mode: where it leaves the
+// lock free (nobody queued to grant), it also wakes one waiter of the wake
+// records, the oldest live one, as ReleaseWaking does.
+func (k Keys) ForceReleaseWaking(ctx context.Context, rdb redis.Scripter, requestID string) (uint64, error) {
+	return k.forceRelease(ctx, rdb, requestID, true)
+}
+
+// forceRelease runs lua/force_release.lua for ForceRelease and, with the
+// wake records (wake), for ForceReleaseWaking.
+func (k Keys) forceRelease(ctx context.Context, rdb redis.Scripter, requestID string, wake bool) (uint64, error) {
 	keys := []string{k.Hash, k.Fence, k.Queue, k.Granted, k.RequestKey(requestID)}
+	if wake {
+		keys = append(keys, k.Wake)
+	}
 	reply, err := forceReleaseScript.Run(ctx, rdb, keys, k.publish, k.requestTTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("reentrant: force-release %q: %w", k.Name, err)

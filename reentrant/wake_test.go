@@ -160,3 +160,27 @@ func TestWakeRecordTakenOutByAQueuedLook(t *testing.T) {
 	require.True(t, res.Acquired)
 	require.Zero(t, rdb.Exists(ctx, l.Wake).Val())
 }
+
+// A force release in quorum mode (ForceReleaseWaking) that frees the lock
+// wakes the oldest wake record's waiter, as a hold's release does; a
+// plain ForceRelease wakes nobody and leaves the record.
+func TestWakeRecordWokenByForceReleaseWaking(t *testing.T) {
+	ctx, rdb, l := setup(t, "wake-force")
+	sub, w := live(t, rdb, l, "w")
+	for _, force := range []func() (uint64, error){
+		func() (uint64, error) { return l.ForceRelease(ctx, rdb, "f1") },
+		func() (uint64, error) { return l.ForceReleaseWaking(ctx, rdb, "f2") },
+	} {
+		h, err := l.AcquireNew(ctx, rdb, "H", testLease, Waiter{})
+		require.NoError(t, err)
+		_, err = l.AcquireNew(ctx, rdb, "W", testLease, unqueued(w))
+		require.NoError(t, err)
+		deleted, err := force()
+		require.NoError(t, err)
+		require.Equal(t, h.Token, deleted)
+		require.Zero(t, rdb.Exists(ctx, l.Hash).Val(), "the lock was granted from a wake record")
+	}
+	require.Equal(t, "w wake", nextMessage(t, sub), "the waking force release woke the record")
+	require.Empty(t, nextMessage(t, sub))
+	require.Zero(t, rdb.Exists(ctx, l.Wake).Val(), "the record outlived its wake-up")
+}

@@ -62,7 +62,7 @@ func (c *Client) forceUnlockQuorum(ctx context.Context, name string) (int64, err
 		return 0, err
 	}
 	replies, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (uint64, error) {
-		return r.nodes[i].keys.ForceRelease(ctx, r.nodes[i].rdb, newRequestID())
+		return r.nodes[i].keys.ForceReleaseWaking(ctx, r.nodes[i].rdb, newRequestID())
 	}, func(uint64) bool { return true }, func(nodeReply[uint64]) {})
 	if err != nil {
 		return 0, err

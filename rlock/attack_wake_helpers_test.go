@@ -1,0 +1,124 @@
+package rlock
+
+// Helpers of the outside attack on quorum waiting's wake records
+// (attack_wake_*_test.go): the public API, bench/redistest and the
+// suite's test helpers only.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/batonlock/baton/bench/redistest"
+)
+
+// wkLeft names every key of lock name left on any node: its hash, queue,
+// granted and wake keys (the fence counter stays by design).
+func wkLeft(ctx context.Context, srvs []*redistest.Server, name string) string {
+	k := lockKey(name)
+	out := ""
+	for i, s := range srvs {
+		for _, key := range []string{k, k + ":queue", k + ":granted", k + ":wake"} {
+			n, err := s.Admin().Exists(ctx, key).Result()
+			if err != nil || n > 0 {
+				out += fmt.Sprintf("node %d: %s (err %v, type %s, pttl %v, hash %v, zset %v, list %v); ", i, key, err,
+					s.Admin().Type(ctx, key).Val(), s.Admin().PTTL(ctx, key).Val(), s.Admin().HGetAll(ctx, key).Val(),
+					s.Admin().ZRangeWithScores(ctx, key, 0, -1).Val(), s.Admin().LRange(ctx, key, 0, -1).Val())
+			}
+		}
+	}
+	return out
+}
+
+// wkRequireNothingLeft waits up to 5 s for every node to have nothing of
+// name left, then fails naming what is.
+func wkRequireNothingLeft(t *testing.T, ctx context.Context, srvs []*redistest.Server, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := wkLeft(ctx, srvs, name)
+		if left == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("left on the nodes 5 s after every call ended: %s", left)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// wkLockOnAll is c's Lock of name held on every node (a hold on a bare
+// majority cannot be released with one of its nodes paused: a documented
+// limit, not the one under attack); up to 5 tries.
+func wkLockOnAll(t *testing.T, ctx context.Context, c *Client, srvs []*redistest.Server, name string) *Lock {
+	t.Helper()
+	for range 5 {
+		l, err := c.Lock(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onAll := func() bool {
+			for _, s := range srvs {
+				if s.Admin().Exists(ctx, lockKey(name)).Val() == 0 {
+					return false
+				}
+			}
+			return true
+		}
+		deadline := time.Now().Add(time.Second)
+		for !onAll() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if onAll() {
+			return l
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("no Lock of %q on all %d nodes in 5 tries", name, len(srvs))
+	return nil
+}
+
+// wkGot is one Lock call's result.
+type wkGot struct {
+	id   int
+	l    *Lock
+	err  error
+	at   time.Time
+	took time.Duration
+}
+
+// wkLock runs c.Lock(ctx, name, opts...) on a goroutine; its result comes on res.
+func wkLock(ctx context.Context, c *Client, name string, id int, res chan<- wkGot, opts ...LockOption) {
+	go func() {
+		start := time.Now()
+		l, err := c.Lock(ctx, name, opts...)
+		res <- wkGot{id: id, l: l, err: err, at: time.Now(), took: time.Since(start)}
+	}()
+}
+
+// wkRecorded waits until node srv has n wake records for name (true), or
+// up to 3 s (false).
+func wkRecorded(ctx context.Context, srv *redistest.Server, name string, n int64) bool {
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if srv.Admin().ZCard(ctx, lockKey(name)+":wake").Val() >= n {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+// wkSlowLease is the watchdog lease of the attack's waiters: a waiter
+// looks at least every third of it (20 s), so one granted within 9 s of a
+// release was woken, not found by its periodic look.
+const wkSlowLease = 60 * time.Second
+
+// wkWakeBound is how long after the release a recorded waiter, whose node
+// was paused after its look, may take: the README's one wait for the
+// paused node (6.1 s at most), plus 2.9 s for a loaded machine.
+const wkWakeBound = 9 * time.Second

@@ -1,0 +1,200 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// The oldest recorded waiter goes away around the release that wakes it.
+//
+// A holds on all 3 nodes; W1 then W2 (each its own Client, 60 s lease, so
+// a periodic look is 20 s away) wait: both queued on node 0, recorded on
+// nodes 1 and 2 (W1 the oldest record). Node 0 is paused (SIGSTOP) and A
+// unlocks; at an offset around that Unlock, W1 goes: its ctx is cancelled,
+// its WaitAtMost runs out, or its Client is closed. The release that frees
+// nodes 1 and 2 wakes their oldest live record. If that is W1's, and W1
+// is gone, W2 must still hear of it: README "Waiting": a waiter whose node
+// pauses after its look still hears the releases of the others, granted
+// within one wait for the paused node (6.1 s at most). The bound here is
+// 9 s; a lost wake-up shows as 20 s (W2's periodic look).
+//
+// Found by an outside attack: "cancel 5ms after" (1 of 3 runs) and
+// "WaitAtMost 2ms after" (1 of 8): W1 is woken, its look takes nodes 1
+// and 2, it goes and gives them back, which woke nobody; nodes 1 and 2
+// were free, W2's wake record still there, and W2 was granted only by its
+// periodic look, 19 s after the release. A call that has left now gives
+// back waking (see giveBackOn). Its Close at or just after the release
+// is still open (branch attack-wake): W1's Lock, in a look, takes nodes 1
+// and 2 under the closed Client's owner and returns ErrClosed only 10–25
+// s later.
+func TestAttackWakeOldestGoesAtRelease(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		how    string
+		offset time.Duration // of W1's going, from the start of A's Unlock
+	}{
+		{"cancel 20ms before", "cancel", -20 * time.Millisecond},
+		{"cancel at", "cancel", 0},
+		{"cancel 1ms after", "cancel", time.Millisecond},
+		{"cancel 5ms after", "cancel", 5 * time.Millisecond},
+		{"WaitAtMost at", "waitatmost", 0},
+		{"WaitAtMost 2ms after", "waitatmost", 2 * time.Millisecond},
+		{"Close before", "close", -20 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) { wkOldestGoes(t, c.how, c.offset) })
+	}
+}
+
+func wkOldestGoes(t *testing.T, how string, offset time.Duration) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	const name = "wk-oldest"
+	la := wkLockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
+	c1 := newQuorumClient(t, srvs, WithWatchdogLease(wkSlowLease))
+	c2 := newQuorumClient(t, srvs, WithWatchdogLease(wkSlowLease))
+	res := make(chan wkGot, 2)
+	ctx1, cancel1 := context.WithCancel(ctx)
+	defer cancel1()
+	const w1Wait = 3 * time.Second
+	w1Start := time.Now()
+	if how == "waitatmost" {
+		wkLock(ctx1, c1, name, 1, res, WaitAtMost(w1Wait))
+	} else {
+		wkLock(ctx1, c1, name, 1, res)
+	}
+	time.Sleep(800 * time.Millisecond) // W1's look has reached every node
+	t.Logf("W1 waits: %s", wkLeft(ctx, srvs, name))
+	wkLock(ctx, c2, name, 2, res)
+	time.Sleep(800 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	t.Logf("before the pause: %s", wkLeft(ctx, srvs, name))
+	srvs[0].Pause()
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			srvs[0].Resume()
+		}
+	}
+	t.Cleanup(resume)
+
+	closed := make(chan struct{})
+	goW1 := func() {
+		switch how {
+		case "cancel":
+			cancel1()
+		case "close":
+			go func() {
+				defer close(closed)
+				start := time.Now()
+				err := c1.Close()
+				t.Logf("W1's Client closed in %v: %v", time.Since(start), err)
+			}()
+		}
+	}
+	var unlockAt time.Time
+	if how == "waitatmost" {
+		unlockAt = w1Start.Add(w1Wait - offset)
+		time.Sleep(time.Until(unlockAt))
+	}
+	unlocked := make(chan error, 1)
+	if offset < 0 && how != "waitatmost" {
+		goW1()
+		time.Sleep(-offset)
+	}
+	unlockAt = time.Now()
+	go func() { unlocked <- la.Unlock(ctx) }()
+	if offset >= 0 && how != "waitatmost" {
+		time.Sleep(offset)
+		goW1()
+	}
+
+	var w1, w2 *wkGot
+	from := unlockAt // the release W2 must hear: A's, or W1's if W1 is granted
+	lost := false
+	for w2 == nil {
+		wait := time.Until(from.Add(wkWakeBound))
+		if lost {
+			wait = time.Until(from.Add(25 * time.Second))
+		}
+		select {
+		case g := <-res:
+			t.Logf("W%d returned %v after A's Unlock began (took %v): %v", g.id, g.at.Sub(unlockAt), g.took, g.err)
+			if g.id == 1 {
+				w1 = &g
+				if g.err == nil {
+					// Granted as it went (allowed): W1 is the holder; its
+					// release is the one W2 must hear.
+					if la.Context().Err() == nil {
+						t.Errorf("two holders: A's Context live as W1 is granted")
+					}
+					if err := g.l.Unlock(ctx); err != nil {
+						t.Errorf("W1's Unlock: %v", err)
+					}
+					from = time.Now()
+				}
+				continue
+			}
+			w2 = &g
+		case <-time.After(wait):
+			if lost {
+				t.Fatalf("W2 still not granted 25 s after the release")
+			}
+			t.Errorf("lost wake-up: W2 not granted %v after the release with node 0 paused (W1: %s at %v); nodes 1,2 (shown as 0,1): %s",
+				wkWakeBound, how, offset, wkLeft(ctx, srvs[1:], name))
+			lost = true
+		}
+	}
+	if lost {
+		t.Logf("W2 granted at last %v after the release", w2.at.Sub(from))
+	}
+	if w2.err == nil {
+		t.Logf("W2's owner %s, token %d", w2.l.Owner(), w2.l.Token())
+	}
+	if w2.err != nil {
+		t.Fatalf("W2: %v", w2.err)
+	}
+	if la.Context().Err() == nil {
+		t.Errorf("two holders: A's Context live as W2 is granted")
+	}
+	if w1 != nil && w1.err == nil && w1.l.Context().Err() == nil {
+		t.Errorf("two holders: W1 and W2 both live (tokens %d, %d)", w1.l.Token(), w2.l.Token())
+	}
+	if w1 != nil && w1.err == nil && w2.l.Token() <= w1.l.Token() {
+		t.Errorf("W2's token %d not above W1's %d", w2.l.Token(), w1.l.Token())
+	}
+	if err := <-unlocked; err != nil {
+		t.Errorf("A's Unlock: %v", err)
+	}
+	if w2.l.Token() <= la.Token() {
+		t.Errorf("W2's token %d not above A's %d", w2.l.Token(), la.Token())
+	}
+	if err := w2.l.Unlock(ctx); err != nil {
+		t.Errorf("W2's Unlock: %v", err)
+	}
+	if w1 == nil {
+		select {
+		case g := <-res:
+			w1 = &g
+			t.Logf("W1 returned %v after A's Unlock began: %v", g.at.Sub(unlockAt), g.err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("W1 (%s) has not returned", how)
+		}
+	}
+	if w1.err == nil {
+		if w1.l.Context().Err() == nil {
+			if err := w1.l.Unlock(ctx); err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("W1's Unlock: %v", err)
+			}
+		}
+	} else if !errors.Is(w1.err, ErrNotObtained) && !errors.Is(w1.err, ErrClosed) {
+		t.Errorf("W1: %v", w1.err)
+	}
+	resume()
+	if how == "close" {
+		<-closed
+	}
+	wkRequireNothingLeft(t, ctx, srvs, name)
+}
