@@ -23,7 +23,7 @@ func TestAtkQuorumWaitersNodePaused(t *testing.T) {
 		t.Run(fmt.Sprintf("%d waiters, node %d paused", c.waiters, c.paused), func(t *testing.T) {
 			ctx := atkCtx(t)
 			srvs := aqNodes(t, 3)
-			la := aqLockOnAll(t, ctx, aqQuorum(t, aqDirect(srvs)), srvs, "paused")
+			la := rlock.LockOnAll(t, ctx, aqQuorum(t, aqDirect(srvs)), srvs, "paused")
 			res := make(chan aqGot, c.waiters)
 			for i := 0; i < c.waiters; i++ {
 				aqWait(ctx, aqQuorum(t, aqDirect(srvs)), "paused", res)
@@ -64,7 +64,7 @@ func TestAtkQuorumWaitersNodePaused(t *testing.T) {
 func TestAtkQuorumWaitersSplitNodePaused(t *testing.T) {
 	ctx := atkCtx(t)
 	srvs := aqNodes(t, 3)
-	la := aqLockOnAll(t, ctx, aqQuorum(t, aqDirect(srvs)), srvs, "split-paused")
+	la := rlock.LockOnAll(t, ctx, aqQuorum(t, aqDirect(srvs)), srvs, "split-paused")
 	res := make(chan aqGot, 2)
 	for _, far := range []int{2, 1} {
 		slow, err := bench.StartDelayProxy(srvs[far].Addr, 100*time.Millisecond)
@@ -127,40 +127,4 @@ func aqTakeTurns(t *testing.T, ctx context.Context, res <-chan aqGot, from time.
 			t.Fatalf("waiter %d of %d not granted %v after the release before it, node %d paused", i+1, len(within), bound, paused)
 		}
 	}
-}
-
-// aqLockOnAll is c's Lock of name, held on every node of srvs: a hold on
-// a bare majority (a loaded machine's third node answering past the
-// look's linger) cannot be released with one of its nodes paused (its
-// Unlock waits for that node: the documented bare-majority limit), which
-// is not what the waiting tests test. A Lock short of every node is
-// unlocked and taken again, up to 5 times.
-func aqLockOnAll(t *testing.T, ctx context.Context, c *rlock.Client, srvs []*redistest.Server, name string) *rlock.Lock {
-	t.Helper()
-	for range 5 {
-		l, err := c.Lock(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		onAll := func() bool {
-			for _, s := range srvs {
-				if s.Admin().Exists(ctx, atkResourceKey("lock", name)).Val() == 0 {
-					return false
-				}
-			}
-			return true
-		}
-		deadline := time.Now().Add(time.Second)
-		for !onAll() && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if onAll() {
-			return l
-		}
-		if err := l.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Fatalf("no Lock of %q held on all %d nodes in 5 tries", name, len(srvs))
-	return nil
 }

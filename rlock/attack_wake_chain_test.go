@@ -26,7 +26,7 @@ func TestAttackWakeChainWithLeavers(t *testing.T) {
 	ctx := testCtx(t)
 	srvs := startNodes(t, 3)
 	const name = "wk-chain"
-	la := wkLockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
+	la := lockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
 	const n = 6
 	res := make(chan wkGot, n)
 	cancels := make([]context.CancelFunc, n)

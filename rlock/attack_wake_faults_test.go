@@ -23,7 +23,7 @@ func TestAttackWakeForceUnlockWhileRecorded(t *testing.T) {
 	ctx := testCtx(t)
 	srvs := startNodes(t, 3)
 	const name = "wk-force"
-	la := wkLockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
+	la := lockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
 	res := make(chan wkGot, 2)
 	wkLock(ctx, newQuorumClient(t, srvs, WithWatchdogLease(wkSlowLease)), name, 1, res)
 	time.Sleep(800 * time.Millisecond)
@@ -96,7 +96,7 @@ func TestAttackWakeNodesRestartedEmptyLoseRecords(t *testing.T) {
 	ctx := testCtx(t)
 	srvs := startNodes(t, 3)
 	const name = "wk-restart"
-	la := wkLockOnAll(t, ctx, newQuorumClient(t, srvs, WithWatchdogLease(time.Second)), srvs, name)
+	la := lockOnAll(t, ctx, newQuorumClient(t, srvs, WithWatchdogLease(time.Second)), srvs, name)
 	res := make(chan wkGot, 1)
 	wkLock(ctx, newQuorumClient(t, srvs, WithWatchdogLease(wkSlowLease)), name, 1, res)
 	time.Sleep(800 * time.Millisecond)

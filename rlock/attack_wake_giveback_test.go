@@ -38,7 +38,7 @@ func TestAttackWakeGivebackAfterCancelWakesNobody(t *testing.T) {
 	ctx := testCtx(t)
 	srvs := startNodes(t, 3)
 	const name = "wk-giveback"
-	la := wkLockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
+	la := lockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
 	pxs := proxiesTo(t, srvs)
 	nodes := make([]redis.UniversalClient, 3)
 	for i, p := range pxs {

@@ -51,7 +51,7 @@ func wkOldestGoes(t *testing.T, how string, offset time.Duration) {
 	ctx := testCtx(t)
 	srvs := startNodes(t, 3)
 	const name = "wk-oldest"
-	la := wkLockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
+	la := lockOnAll(t, ctx, newQuorumClient(t, srvs), srvs, name)
 	c1 := newQuorumClient(t, srvs, WithWatchdogLease(wkSlowLease))
 	c2 := newQuorumClient(t, srvs, WithWatchdogLease(wkSlowLease))
 	res := make(chan wkGot, 2)

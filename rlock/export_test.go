@@ -46,3 +46,7 @@ func (c *Client) SetAfterFirstAttempt(f func()) { setHook(&hooks.afterFirstAttem
 // SetBeforeJoin installs a hook that runs in c's adopt between finding the
 // hold to join and joining it.
 func (c *Client) SetBeforeJoin(f func()) { setHook(&hooks.beforeJoin, c, f) }
+
+// LockOnAll is lockOnAll, for the external test package's quorum waiting
+// attacks.
+var LockOnAll = lockOnAll
