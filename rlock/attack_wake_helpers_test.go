@@ -103,19 +103,6 @@ func wkLock(ctx context.Context, c *Client, name string, id int, res chan<- wkGo
 	}()
 }
 
-// wkRecorded waits until node srv has n wake records for name (true), or
-// up to 3 s (false).
-func wkRecorded(ctx context.Context, srv *redistest.Server, name string, n int64) bool {
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		if srv.Admin().ZCard(ctx, lockKey(name)+":wake").Val() >= n {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return false
-}
-
 // wkSlowLease is the watchdog lease of the attack's waiters: a waiter
 // looks at least every third of it (20 s), so one granted within 9 s of a
 // release was woken, not found by its periodic look.
