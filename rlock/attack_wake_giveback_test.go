@@ -87,36 +87,11 @@ func TestAttackWakeGivebackAfterCancelWakesNobody(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	release1()
 	release2()
-	var w2 *wkGot
-	from := unlockAt
-	lost := false
-	for w2 == nil {
-		wait := time.Until(unlockAt.Add(wkWakeBound))
-		if lost {
-			wait = time.Until(unlockAt.Add(22 * time.Second))
+	_, w2, from := wkAwaitSecond(t, ctx, srvs, name, res, unlockAt, 22*time.Second, func(g wkGot) {
+		if err := g.l.Unlock(ctx); err != nil {
+			t.Errorf("W1's Unlock: %v", err)
 		}
-		select {
-		case g := <-res:
-			t.Logf("W%d returned %v after A's Unlock began (took %v): %v", g.id, g.at.Sub(unlockAt), g.took, g.err)
-			if g.id == 1 {
-				if g.err == nil {
-					if err := g.l.Unlock(ctx); err != nil {
-						t.Errorf("W1's Unlock: %v", err)
-					}
-					from = time.Now()
-				}
-				continue
-			}
-			w2 = &g
-		case <-time.After(wait):
-			if lost {
-				t.Fatalf("W2 still not granted 22 s after A's release")
-			}
-			t.Errorf("lost wake-up: W2 not granted %v after A's release with node 0 paused; nodes 1,2 (shown as 0,1): %s",
-				wkWakeBound, wkLeft(ctx, srvs[1:], name))
-			lost = true
-		}
-	}
+	}, "W1's look held back, W1 cancelled")
 	if w2.err != nil {
 		t.Fatalf("W2: %v", w2.err)
 	}

@@ -112,3 +112,44 @@ const wkSlowLease = 60 * time.Second
 // was paused after its look, may take: the README's one wait for the
 // paused node (6.1 s at most), plus 2.9 s for a loaded machine.
 const wkWakeBound = 9 * time.Second
+
+// wkAwaitSecond waits for W2's result on res: within wkWakeBound of the
+// release W2 must hear (from: A's, then W1's Unlock where W1 is granted
+// first), an Errorf as a lost wake-up past it (what says the set-up), a
+// Fatalf past giveUp. W1's result, if it comes first, goes to onW1, which
+// unlocks it if granted. It returns W1's result (nil if it has not come),
+// W2's, and from.
+func wkAwaitSecond(t *testing.T, ctx context.Context, srvs []*redistest.Server, name string, res <-chan wkGot, from time.Time, giveUp time.Duration, onW1 func(g wkGot), what string) (w1, w2 *wkGot, last time.Time) {
+	t.Helper()
+	unlockAt, lost := from, false
+	for w2 == nil {
+		wait := time.Until(from.Add(wkWakeBound))
+		if lost {
+			wait = time.Until(from.Add(giveUp))
+		}
+		select {
+		case g := <-res:
+			t.Logf("W%d returned %v after A's Unlock began (took %v): %v", g.id, g.at.Sub(unlockAt), g.took, g.err)
+			if g.id == 1 {
+				w1 = &g
+				if g.err == nil {
+					onW1(g)
+					from = time.Now()
+				}
+				continue
+			}
+			w2 = &g
+		case <-time.After(wait):
+			if lost {
+				t.Fatalf("W2 still not granted %v after the release", giveUp)
+			}
+			t.Errorf("lost wake-up: W2 not granted %v after the release with node 0 paused (%s); nodes 1,2 (shown as 0,1): %s",
+				wkWakeBound, what, wkLeft(ctx, srvs[1:], name))
+			lost = true
+		}
+	}
+	if lost {
+		t.Logf("W2 granted at last %v after the release", w2.at.Sub(from))
+	}
+	return w1, w2, from
+}

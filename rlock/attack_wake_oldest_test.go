@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -111,45 +112,17 @@ func wkOldestGoes(t *testing.T, how string, offset time.Duration) {
 		goW1()
 	}
 
-	var w1, w2 *wkGot
-	from := unlockAt // the release W2 must hear: A's, or W1's if W1 is granted
-	lost := false
-	for w2 == nil {
-		wait := time.Until(from.Add(wkWakeBound))
-		if lost {
-			wait = time.Until(from.Add(25 * time.Second))
+	// W1 granted as it went (allowed) is the holder; its release is then
+	// the one W2 must hear.
+	w1, w2, _ := wkAwaitSecond(t, ctx, srvs, name, res, unlockAt, 25*time.Second, func(g wkGot) {
+		if la.Context().Err() == nil {
+			t.Errorf("two holders: A's Context live as W1 is granted")
 		}
-		select {
-		case g := <-res:
-			t.Logf("W%d returned %v after A's Unlock began (took %v): %v", g.id, g.at.Sub(unlockAt), g.took, g.err)
-			if g.id == 1 {
-				w1 = &g
-				if g.err == nil {
-					// Granted as it went (allowed): W1 is the holder; its
-					// release is the one W2 must hear.
-					if la.Context().Err() == nil {
-						t.Errorf("two holders: A's Context live as W1 is granted")
-					}
-					if err := g.l.Unlock(ctx); err != nil {
-						t.Errorf("W1's Unlock: %v", err)
-					}
-					from = time.Now()
-				}
-				continue
-			}
-			w2 = &g
-		case <-time.After(wait):
-			if lost {
-				t.Fatalf("W2 still not granted 25 s after the release")
-			}
-			t.Errorf("lost wake-up: W2 not granted %v after the release with node 0 paused (W1: %s at %v); nodes 1,2 (shown as 0,1): %s",
-				wkWakeBound, how, offset, wkLeft(ctx, srvs[1:], name))
-			lost = true
+		if err := g.l.Unlock(ctx); err != nil {
+			t.Errorf("W1's Unlock: %v", err)
 		}
-	}
-	if lost {
-		t.Logf("W2 granted at last %v after the release", w2.at.Sub(from))
-	}
+	}, fmt.Sprintf("W1: %s at %v", how, offset))
+
 	if w2.err == nil {
 		t.Logf("W2's owner %s, token %d", w2.l.Owner(), w2.l.Token())
 	}
