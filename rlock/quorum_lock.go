@@ -46,8 +46,7 @@ type quorumLock struct {
 	releasing bool
 	// left is set, under mu, once the call's leave of the nodes it does
 	// not hold is about to be sent: a late reply of a look then leaves
-	// its node again (see leaveLate), and a give-back wakes a waiter
-	// (see giveBackOn).
+	// its node again (see leaveLate).
 	left bool
 }
 
