@@ -185,9 +185,11 @@
 // its renewal. A reply to a look, a commit or a re-entry that comes after
 // its call stopped listening is never dropped: a grant or commit joins the
 // hold its look made, or is given back (a release that begins while a
-// node's commit is still under way raises that node itself before it
-// releases it, so an Unlock right after Lock finds the hold on every node
-// that granted it), a failure is undone by replay,
+// node's raise to the hold's token is still under way waits for it, then
+// releases the node where it joined: so an Unlock right after Lock finds
+// the hold on every node that granted it, and no raise runs after the
+// release, where it would move the ID of a count another call of the
+// owner has there), a failure is undone by replay,
 // as on one node, and any other reply, once the call has left, leaves its
 // node again (its acquire may have run after the leave, and left a queue
 // place or wake record there); a release that failed there is resent. (A late renewal's

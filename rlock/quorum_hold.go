@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -89,34 +90,28 @@ func (r *quorumLock) decided(t tally) bool {
 // majority confirmed it; it found the hold not held once too many nodes
 // did for a majority to hold it.
 func (r *quorumLock) release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error) {
-	// The release takes over the nodes still joining the hold: each is
-	// raised to id before it is released, as its raise may not have run
-	// yet (a raise that ran is not repeated; one that runs after the
-	// release finds the hold gone).
+	// A node still joining the hold is released once its raise ended,
+	// and only where it joined: one not raised was given back by its
+	// raise (see raiseJoining).
 	r.mu.Lock()
 	r.releasing = true
-	joining := r.joining
-	r.joining = map[int]uint64{}
+	joining := maps.Clone(r.joining)
 	r.mu.Unlock()
 	releaseOn := func(ctx context.Context, i int) (reentrant.ReleaseResult, error) {
 		p := r.nodes[i]
-		under := id
-		if from, ok := joining[i]; ok {
-			// The counter's expiry only rises: the watchdog's lease keeps
-			// it past id's time, which is all a released hold needs. A
-			// node left under from (re-entered by another call of the
-			// owner) is released by from: its count there is this hold's.
-			raised, err := p.keys.Raise(ctx, p.rdb, owner, from, id, r.c.cfg.watchdogLease)
-			if err != nil {
-				return reentrant.ReleaseResult{}, err
+		if j, ok := joining[i]; ok {
+			select {
+			case <-j.done:
+			case <-ctx.Done():
+				return reentrant.ReleaseResult{}, ctx.Err()
 			}
-			if raised != 0 {
-				under = raised
+			if j.id != id {
+				return reentrant.ReleaseResult{Status: reentrant.NotHeld}, nil
 			}
 		}
 		// The hold's own release wakes a waiter that left a wake record
 		// where it frees the node (see lookAs); a give-back does not.
-		return p.keys.ReleaseWaking(ctx, p.rdb, owner, under, requestID)
+		return p.keys.ReleaseWaking(ctx, p.rdb, owner, id, requestID)
 	}
 	// A node's release that failed, or answered after the verdict, is
 	// resent under the same request ID until it is answered: the hold

@@ -118,14 +118,14 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bo
 			r.mu.Lock()
 			releasing := r.releasing
 			if !releasing {
-				r.joining[i] = from
+				r.joining[i] = newJoin(from)
 			}
 			r.mu.Unlock()
 			if releasing { // the release did not know of the node
 				r.giveBackOn(i, call, from, out.token)
 				return
 			}
-			r.raiseJoining(ctx, i, call, from, out.token)
+			r.raiseJoining(ctx, i, call, out.token)
 		}
 	})
 }
@@ -134,42 +134,51 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bo
 // came after commit stopped listening: where the look made the hold, the
 // node is joining it (commit said so), and its raise is resent until
 // answered (raiseJoining); where it did not, it is given back, raised to
-// the same token first (the raise may have run).
+// the same token first (the raise may have run). It waits for the look
+// whatever ctx does: a joining node's release waits for its raise.
 func (r *quorumLock) finishRaise(i int, call acquireCall, from uint64, out *outcome) {
 	r.c.background.run(call.lease, func(ctx context.Context) {
-		select {
-		case <-out.done:
-		case <-ctx.Done():
-			return
-		}
+		<-out.done
 		if !out.made {
 			r.giveBackOn(i, call, from, out.token)
 			return
 		}
-		r.raiseJoining(ctx, i, call, from, out.token)
+		r.raiseJoining(ctx, i, call, out.token)
 	})
 }
 
-// raiseJoining raises node i, joining the hold, from token from to the
-// hold's token to, and ends its joining, unless a release took the node
-// over first: the release then raises it itself before it releases it
-// (see release), so that a release sent before the raise ran finds the
-// hold all the same, and gives it back once.
-func (r *quorumLock) raiseJoining(ctx context.Context, i int, call acquireCall, from, to uint64) {
+// join is a node joining a hold: granted under from, its raise to the
+// hold's token is in flight. A release of the node waits for done, and
+// then goes by id (see release): the raise and the release are sent in
+// that order, never both at once, as the raise, run after a release,
+// would move the ID of what another call of the owner holds there.
+type join struct {
+	from uint64
+	done chan struct{} // closed once the raise ended
+	id   uint64        // the hold's token once joined, 0 where not: set before done closes
+}
+
+// newJoin is the join of a node granted under from.
+func newJoin(from uint64) *join { return &join{from: from, done: make(chan struct{})} }
+
+// raiseJoining raises node i, joining the hold, to the hold's token to,
+// and ends its join. A node held under from, not raised (another call of
+// the owner re-entered it there first), is not the hold's: it is given
+// back by from, before the join ends. A raise not answered before ctx
+// ends joins nothing either: after a lease (ctx's bound) the node's grant,
+// never renewed, has run out; after Close gave up, it runs out by itself.
+func (r *quorumLock) raiseJoining(ctx context.Context, i int, call acquireCall, to uint64) {
 	r.mu.Lock()
-	_, joining := r.joining[i]
+	j := r.joining[i]
 	r.mu.Unlock()
-	if !joining {
-		return
-	}
-	// A node held under from, not raised (another call of the owner
-	// re-entered it there), is not the hold's: it is given back by from.
-	if id := r.raiseOn(ctx, i, call, from, to); id != to && id != 0 {
+	defer close(j.done)
+	switch id := r.raiseOn(ctx, i, call, j.from, to); id {
+	case to:
+		j.id = to
+	case 0:
+	default:
 		releaseRetrying(ctx, r.nodes[i], call.owner, id)
 	}
-	r.mu.Lock()
-	delete(r.joining, i)
-	r.mu.Unlock()
 }
 
 // undoOn undoes round 1 on node i after its reply was lost, as

@@ -38,11 +38,11 @@ type quorumLock struct {
 	down map[int]bool
 
 	// joining is the nodes of the hold whose raise to its token goes on
-	// after the look returned (node → the token it granted under): a
-	// release takes them over (see release). releasing is set once a
-	// release of the hold has begun: a node that would join after that is
-	// given back (see joinLate). Both are guarded by mu.
-	joining   map[int]uint64
+	// after the look returned: a release of such a node waits for its
+	// raise (see release). releasing is set once a release of the hold
+	// has begun: a node that would join after that is given back (see
+	// joinLate). Both are guarded by mu.
+	joining   map[int]*join
 	releasing bool
 	// left is set, under mu, once the call's leave of the nodes it does
 	// not hold is about to be sent: a late reply of a look then leaves
@@ -53,7 +53,7 @@ type quorumLock struct {
 // lock is the quorum lock called name, or says why it cannot be
 // (ErrInvalidName). It sends nothing.
 func (q *quorum) lock(c *Client, name string) (*quorumLock, error) {
-	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{}, joining: map[int]uint64{}}
+	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{}, joining: map[int]*join{}}
 	for _, n := range q.nodes {
 		p, err := n.plainLock(name)
 		if err != nil {
@@ -303,7 +303,11 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 	r.mu.Lock()
 	r.kept = map[int]uint64{}
 	if out.made {
-		r.joining = unanswered // their raises finish late (finishRaise)
+		// Their raises are in flight, and finish late (finishRaise).
+		r.joining = map[int]*join{}
+		for i, from := range unanswered {
+			r.joining[i] = newJoin(from)
+		}
 	}
 	r.mu.Unlock()
 	if !out.made {

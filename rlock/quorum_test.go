@@ -63,13 +63,19 @@ func quorumLeftovers(t *testing.T, ctx context.Context, srvs []*redistest.Server
 	return n
 }
 
-// requireNothingLeftOnNodes waits for every node to have nothing of the lock
-// left: an Unlock returns once a majority confirmed it, and the other
-// nodes' releases may still be on their way.
+// requireNothingLeftOnNodes waits up to 5 s for every node to have nothing
+// of the lock left (an Unlock returns once a majority confirmed it, and the
+// other nodes' releases may still be on their way), then fails naming
+// what is.
 func requireNothingLeftOnNodes(t *testing.T, ctx context.Context, srvs []*redistest.Server, name string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return quorumLeftovers(t, ctx, srvs, name) == 0 },
-		5*time.Second, 10*time.Millisecond, "left behind")
+	deadline := time.Now().Add(5 * time.Second)
+	for quorumLeftovers(t, ctx, srvs, name) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind: %s", wkLeft(ctx, srvs, name))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestQuorumLockUnlock(t *testing.T) {
