@@ -194,14 +194,17 @@ func (k atkLockKind) state(cl *rlock.Client, ctx context.Context) string {
 
 // atkProxy forwards TCP to a Redis server; while held, replies to the
 // clients are kept back (requests still reach the server), then delivered
-// in order on release.
+// in order on release. HoldRequests keeps requests back instead.
 type atkProxy struct {
 	ln      net.Listener
 	mu      sync.Mutex
 	held    bool
 	heldReq bool
-	cond    *sync.Cond
-	live    []net.Conn
+	// reqHeldAt is when the first request kept back since HoldRequests
+	// came, zero if none has.
+	reqHeldAt time.Time
+	cond      *sync.Cond
+	live      []net.Conn
 }
 
 func atkStartProxy(t *testing.T, target string) *atkProxy {
@@ -251,6 +254,9 @@ func (p *atkProxy) pipe(conns *sync.WaitGroup, from, to net.Conn, held *bool) {
 		n, err := from.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
+			if *held && held == &p.heldReq && p.reqHeldAt.IsZero() {
+				p.reqHeldAt = time.Now()
+			}
 			for *held {
 				p.cond.Wait()
 			}
@@ -279,7 +285,19 @@ func (p *atkProxy) KillAll() {
 	p.mu.Unlock()
 }
 
-func (p *atkProxy) HoldRequests() { p.mu.Lock(); p.heldReq = true; p.mu.Unlock() }
+func (p *atkProxy) HoldRequests() {
+	p.mu.Lock()
+	p.heldReq, p.reqHeldAt = true, time.Time{}
+	p.mu.Unlock()
+}
+
+// RequestHeldBefore says whether a request has been kept back, since
+// HoldRequests, that came before t.
+func (p *atkProxy) RequestHeldBefore(t time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.reqHeldAt.IsZero() && p.reqHeldAt.Before(t)
+}
 func (p *atkProxy) ReleaseRequests() {
 	p.mu.Lock()
 	p.heldReq = false
