@@ -28,9 +28,15 @@ type AcquireResult struct {
 	// exists: nothing changed.
 	HoldGone bool
 	// Reported (when Acquired) says the hold was there before the call and
-	// the call changed nothing, its lease included: a replay, or a waiter
-	// finding the grant it was handed.
+	// the call changed nothing, its lease included: a replay, a waiter
+	// finding the grant it was handed, or a hold of an owner made for one
+	// call found by another of its acquires.
 	Reported bool
+	// Claimed (with Reported) says the call is a waiter's look that found
+	// the grant its waiter was handed, and claimed it: the hold is this
+	// look's, not one an earlier look of the call took (a plain lock's
+	// acquire only).
+	Claimed bool
 	// hold is a shared resource's hold ID (see HoldID); 0 for a
 	// plain lock.
 	hold uint64
@@ -175,7 +181,8 @@ func parseAcquireReply(reply []int64) (AcquireResult, error) {
 		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2]), Reported: reply[3] == 1,
 			hold: uint64(reply[4])}, nil
 	case (len(reply) == 3 || len(reply) == 4) && reply[0] == 1:
-		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2]), Reported: len(reply) == 4}, nil
+		return AcquireResult{Acquired: true, HoldCount: reply[1], Token: uint64(reply[2]), Reported: len(reply) == 4,
+			Claimed: len(reply) == 4 && reply[3] == 2}, nil
 	case len(reply) == 2 && reply[0] == 0:
 		return AcquireResult{HolderTTL: time.Duration(reply[1]) * time.Millisecond}, nil
 	case len(reply) == 1 && reply[0] == -1:

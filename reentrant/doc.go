@@ -145,6 +145,20 @@
 // again at once, a look that found no other owner's hold waits for a
 // message or a second. A TryLock that fails so returns ErrNotObtained.
 //
+// An owner made for one call holds at most one grant on a node, which
+// every look of that call's finds there and the acquire reports
+// (AcquireResult.Reported) without counting it again. Such a grant may
+// be an earlier look's that is being given back (the release already
+// named by its token), or one whose reply was lost and whose undo is
+// under way, or a late reply's: if a later look counted it, that release
+// would take the node out of the later look's hold, with the hold then
+// short of a majority while its holder's Context is live. So a look
+// counts a node only where it took a new grant or claimed the grant
+// handed to its waiter (AcquireResult.Claimed); a grant merely reported
+// is stale, given back (a second release by its token finds nothing),
+// and not counted. The client also holds a look back on a node until its
+// give-backs there have ended, so that it seldom meets one.
+//
 // Round 2. Each granted node runs lua/quorum_raise.lua (Keys.Raise): in
 // one script, and only while the owner still holds the lock there under
 // t_i, its counter becomes T. The counter's value is the hold's ID on a

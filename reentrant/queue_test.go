@@ -55,7 +55,7 @@ func TestReleaseGrantsTheOldestLiveWaiter(t *testing.T) {
 	require.Greater(t, g.Token, a.Token)
 	r, err = l.AcquireNew(ctx, rdb, "B", testLease, wB) // B's re-check reports, counts nothing
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: g.Token, Reported: true}, r)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: g.Token, Reported: true, Claimed: true}, r)
 
 	// The dead waiter's client is gone: the next release skips it.
 	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
@@ -193,7 +193,7 @@ func TestLivenessKeysJudgeWhereTheCountCannot(t *testing.T) {
 	require.True(t, st.TTL > 0 && st.TTL <= aliveTTL, "until confirmed, the grant's lease is the key's TTL: %v", st.TTL)
 	r, err := l.AcquireNew(ctx, rdb, "E", testLease, elsewhere) // E's look confirms it
 	require.NoError(t, err)
-	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: st.LastToken, Reported: true}, r)
+	require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: st.LastToken, Reported: true, Claimed: true}, r)
 	require.Greater(t, rdb.PTTL(ctx, l.Hash).Val(), aliveTTL, "confirmed: the lease it asked for")
 
 	// Now a crashed waiter: it looked once, then its key ran out.

@@ -193,7 +193,11 @@
 // as on one node, and any other reply, once the call has left, leaves its
 // node again (its acquire may have run after the leave, and left a queue
 // place or wake record there); a release that failed there is resent. (A late renewal's
-// reply is dropped: it only extends.)
+// reply is dropped: it only extends.) A look of a call whose owner was
+// made for it acquires on a node once the call's give-backs there have
+// ended, and counts no grant the node merely reports (one an earlier look
+// took, which its give-back or undo will release: see reentrant's Quorum
+// mode): that release would take the node out of the look's hold.
 //
 // Lock sets. LockAll takes several plain locks all or nothing, as handles
 // of ordinary holds, one per member, under one owner (WithOwner's, or one

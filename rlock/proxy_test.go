@@ -157,6 +157,13 @@ func (p *proxy) HoldNextReply(match func(cmd []string) bool) (release func()) {
 	return func() { once.Do(func() { close(held) }) }
 }
 
+// armed says a rule waits for its command: none has matched it yet.
+func (p *proxy) armed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rule != nil
+}
+
 // Dropped is how many replies have been swallowed.
 func (p *proxy) Dropped() int64 { return p.dropped.Load() }
 

@@ -55,6 +55,8 @@ func (r *quorumLock) settleLate(rep nodeReply[nodeTake], call acquireCall, out *
 	switch {
 	case rep.err != nil:
 		r.c.background.run(call.lease, func(ctx context.Context) { r.undoOn(ctx, rep.node, call) })
+	case rep.val.stale:
+		r.giveBackOn(rep.node, call, rep.val.token, rep.val.token)
 	case rep.val.granted:
 		r.joinLate(rep.node, call, rep.val.token, rep.val.reentered(), out)
 	default:
@@ -206,8 +208,24 @@ func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
 // ID: to, or from where another call of the owner re-entered it before
 // it was raised (see Keys.Raise); the release then gives it back by that
 // ID, which is that call's name for the hold too.
+//
+// The call's next look waits for it before it acquires on the node (see
+// takeOn).
 func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64) {
+	r.mu.Lock()
+	if r.backs[i].n == 0 {
+		r.backs[i].idle = make(chan struct{})
+	}
+	r.backs[i].n++
+	r.mu.Unlock()
 	r.c.background.run(call.lease, func(ctx context.Context) {
+		defer func() {
+			r.mu.Lock()
+			if r.backs[i].n--; r.backs[i].n == 0 {
+				close(r.backs[i].idle)
+			}
+			r.mu.Unlock()
+		}()
 		if id := r.raiseOn(ctx, i, call, from, to); id != 0 {
 			releaseRetrying(ctx, r.nodes[i], call.owner, id)
 		}

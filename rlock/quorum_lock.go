@@ -48,12 +48,24 @@ type quorumLock struct {
 	// not hold is about to be sent: a late reply of a look then leaves
 	// its node again (see leaveLate).
 	left bool
+	// backs is the call's give-backs under way on each node, guarded by
+	// mu: a look acquires on a node only once those there have ended (see
+	// takeOn).
+	backs []backs
+}
+
+// backs counts the give-backs under way on one node; idle is closed when
+// the count falls to 0, and made anew when it leaves 0.
+type backs struct {
+	n    int
+	idle chan struct{}
 }
 
 // lock is the quorum lock called name, or says why it cannot be
 // (ErrInvalidName). It sends nothing.
 func (q *quorum) lock(c *Client, name string) (*quorumLock, error) {
-	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{}, joining: map[int]*join{}}
+	r := &quorumLock{c: c, q: q, waiters: make([]reentrant.Waiter, len(q.nodes)), kept: map[int]uint64{},
+		joining: map[int]*join{}, backs: make([]backs, len(q.nodes))}
 	for _, n := range q.nodes {
 		p, err := n.plainLock(name)
 		if err != nil {
@@ -100,9 +112,11 @@ func (r *quorumLock) all() []int {
 }
 
 // nodeTake is one node's answer to a look: granted with token and
-// count, or held by another owner for ttl.
+// count, or held by another owner for ttl, or found (stale) holding a
+// grant of token that the look does not count (see takeOn).
 type nodeTake struct {
 	granted bool
+	stale   bool
 	token   uint64
 	count   int64
 	ttl     time.Duration
@@ -117,9 +131,22 @@ func (t nodeTake) reentered() bool { return t.granted && t.count > 1 }
 // call's waiter there, if any, as lookAs gives it); a grant kept from an
 // earlier look is confirmed by a renewal instead, which counts nothing
 // twice and moves its lease from now, as the acquire of a new grant does.
+//
+// An owner made for the call (newOwner) holds at most one grant on a
+// node, which every look of the call would find there. One that an
+// earlier look gives back must not count in this one: the give-back's
+// release would take the node out of the hold this look makes. So the
+// acquire waits for the call's give-backs on the node to end; and a grant
+// it finds there all the same (the owner's hold reported, not a grant
+// handed to the waiter: an earlier look's whose reply came late, or a
+// resent acquire's) is stale: given back, not counted. A release names
+// the hold's token, so a second give-back of it changes nothing.
 func (r *quorumLock) takeOn(ctx context.Context, i int, call acquireCall, w reentrant.Waiter) (nodeTake, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.q.answerWithin(i))
 	defer cancel()
+	if err := r.afterBacks(ctx, i); err != nil {
+		return nodeTake{}, err
+	}
 	r.mu.Lock()
 	t, kept := r.kept[i]
 	r.mu.Unlock()
@@ -132,7 +159,28 @@ func (r *quorumLock) takeOn(ctx context.Context, i int, call acquireCall, w reen
 	if err != nil {
 		return nodeTake{}, err
 	}
+	if res.Acquired && res.Reported && !res.Claimed && call.newOwner {
+		return nodeTake{stale: true, token: res.Token}, nil
+	}
 	return nodeTake{granted: res.Acquired, token: res.Token, count: res.HoldCount, ttl: res.HolderTTL}, nil
+}
+
+// afterBacks waits until the call's give-backs on node i have ended, or
+// ctx ends.
+func (r *quorumLock) afterBacks(ctx context.Context, i int) error {
+	r.mu.Lock()
+	idle := r.backs[i].idle
+	busy := r.backs[i].n > 0
+	r.mu.Unlock()
+	if !busy {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // acquire is one look of a call, or a re-entry (call.hold): see
@@ -187,6 +235,8 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		case rep.err != nil:
 			failed[rep.node] = rep.err
 			r.settleLate(rep, call, out) // it may have run: undo it
+		case rep.val.stale:
+			r.giveBackOn(rep.node, call, rep.val.token, rep.val.token)
 		case !rep.val.granted:
 			ttls = append(ttls, rep.val.ttl)
 		case held != 0 && rep.val.reentered() && rep.val.token == held:

@@ -36,8 +36,9 @@
 -- The namespace, last (ARGV[10] or ARGV[11], or ARGV[6] without a waiter):
 -- publish: 'publish', 'spublish' or 'publish-alive' (see grant)
 -- Returns {1, holdCount, token} when owner holds the lock after the call,
---           with a fourth element 1 when the hold was there before and this
---           call changed nothing (a replay, or a waiter finding its grant),
+--           with a fourth element when the hold was there before and this
+--           call changed nothing: 2 for a waiter that claimed the grant it
+--           was handed, 1 otherwise (a replay, or a new owner's hold found),
 --         {0, pttl} when another owner holds it (the waiter is queued, once),
 --         {2} when the lock is free but this call dropped as many dead
 --           queue entries as one script may and more remain (see grant):
@@ -92,7 +93,7 @@ if count then
       redis.call('pexpire', hash, leaseMs)
       keepFence(fence, leaseMs)
     end
-    return {1, tonumber(count), tonumber(held or 0), 1}
+    return {1, tonumber(count), tonumber(held or 0), claims and 2 or 1}
   end
   local done = redis.call('get', req)
   if done then
