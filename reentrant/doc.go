@@ -240,13 +240,13 @@
 // other nodes do. A leave takes its record out; a leave of a waiter with
 // neither a record nor a queue place while the node is free passes on a
 // wake-up it may have taken and not used (one more at worst). A give-back
-// of a grant a look could not keep is a plain
+// of a grant a look could not keep, by a call still waiting, is a plain
 // Release and wakes nobody: the waiters of the records there looked no
 // later, and one woken would take the node and give it back in turn,
-// waking the next, down the whole set of records; so a waiter woken that
-// goes before it keeps its grant passes the wake-up on only through its
-// leave. A quorum ForceUnlock wakes one (ForceReleaseWaking). A pass
-// (Draining) wakes none.
+// waking the next, down the whole set of records. A call that has left
+// gives back waking (ReleaseWaking), passing on the wake-up its grant may
+// have come from; a quorum ForceUnlock wakes one too
+// (ForceReleaseWaking). A pass (Draining) wakes none.
 // Where it has no waiter on the node it waits on (not subscribed there
 // yet), it queues on every node it has one. A look that left it unqueued
 // on a node it must now be queued on to be woken (its prefix grew past

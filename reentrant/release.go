@@ -59,10 +59,13 @@ func (k Keys) Release(ctx context.Context, rdb redis.Scripter, owner string, tok
 // ReleaseWaking is Release for a hold's own release in quorum mode: where
 // the last hold's release leaves the lock free (nobody queued to grant),
 // it also wakes one waiter of the wake records, the oldest live one (see
-// Waiter.Unqueued). A give-back of a grant that a look could not keep is
-// a Release, and wakes nobody: the waiters it would wake looked no later
-// than the look that gives back, and one woken would give the lock back
-// again in turn, waking the next (see the package doc's Quorum mode).
+// Waiter.Unqueued). A give-back of a grant that a look could not keep,
+// by a call still waiting, is a Release, and wakes nobody: the waiters it
+// would wake looked no later than the look that gives back, and one woken
+// would give the lock back again in turn, waking the next (see the
+// package doc's Quorum mode). A call that has left gives back by
+// ReleaseWaking: its grant may have come from a wake-up, which it passes
+// on so.
 func (k Keys) ReleaseWaking(ctx context.Context, rdb redis.Scripter, owner string, token uint64, requestID string) (ReleaseResult, error) {
 	return k.release(ctx, rdb, owner, token, requestID, true)
 }

@@ -21,15 +21,15 @@ import (
 // within one wait for the paused node (6.1 s at most). The bound here is
 // 9 s; a lost wake-up shows as 20 s (W2's periodic look).
 //
-// Found by an outside attack, open (branch attack-wake): "cancel 5ms
-// after" (1 of 3 runs) and "WaitAtMost 2ms after" (1 of 8): W1 is woken,
-// its look takes nodes 1 and 2, it goes and gives them back, which wakes
-// nobody, and W2 is granted only by its periodic look, 19 s after the
-// release. A fix that made a gone call's give-backs wake (b661ea5) lost
-// holds in TestAttackWakeStormComeAndGo (1 run in 6) and was taken out.
-// W1's Close at or just after the release is open too: its look takes
-// nodes 1 and 2 under the closed Client's owner and returns ErrClosed
-// only 10–25 s later.
+// Found by an outside attack: "cancel 5ms after" (1 of 3 runs) and
+// "WaitAtMost 2ms after" (1 of 8): W1 is woken, its look takes nodes 1
+// and 2, it goes and gives them back, which woke nobody; nodes 1 and 2
+// were free, W2's wake record still there, and W2 was granted only by its
+// periodic look, 19 s after the release. A call that has left now gives
+// back waking (see giveBackOn). Its Close at or just after the release
+// is still open (branch attack-wake): W1's Lock, in a look, takes nodes 1
+// and 2 under the closed Client's owner and returns ErrClosed only 10–25
+// s later.
 func TestAttackWakeOldestGoesAtRelease(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -39,7 +39,9 @@ func TestAttackWakeOldestGoesAtRelease(t *testing.T) {
 		{"cancel 20ms before", "cancel", -20 * time.Millisecond},
 		{"cancel at", "cancel", 0},
 		{"cancel 1ms after", "cancel", time.Millisecond},
+		{"cancel 5ms after", "cancel", 5 * time.Millisecond},
 		{"WaitAtMost at", "waitatmost", 0},
+		{"WaitAtMost 2ms after", "waitatmost", 2 * time.Millisecond},
 		{"Close before", "close", -20 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) { wkOldestGoes(t, c.how, c.offset) })

@@ -110,8 +110,9 @@ func (r *quorumLock) release(ctx context.Context, owner string, id uint64, reque
 			}
 		}
 		// The hold's own release wakes a waiter that left a wake record
-		// where it frees the node (see lookAs); a give-back does not.
-		return p.keys.ReleaseWaking(ctx, p.rdb, owner, id, requestID)
+		// where it frees the node (see lookAs); a give-back of a call
+		// still waiting does not.
+		return waking{p}.release(ctx, owner, id, requestID)
 	}
 	// A node's release that failed, or answered after the verdict, is
 	// resent under the same request ID until it is answered: the hold
@@ -223,11 +224,11 @@ func (r *quorumLock) undoReentry(rep nodeReply[reentrant.AcquireResult], call ac
 // leave takes the call's waiter out of every node's queue, passing on a
 // grant it was handed there, and gives back the grants it kept.
 func (r *quorumLock) leave(ctx context.Context, _ reentrant.Waiter, owner string, lease time.Duration, newOwner bool) error {
-	r.giveUp(acquireCall{owner: owner, lease: lease, newOwner: newOwner}, nil)
 	r.mu.Lock()
 	waiters := slices.Clone(r.waiters) // a late subscription joins under mu
-	r.left = true
+	r.left = true                      // first: the call's give-backs wake
 	r.mu.Unlock()
+	r.giveUp(acquireCall{owner: owner, lease: lease, newOwner: newOwner}, nil)
 	replies, err := everyNode(ctx, r, func(ctx context.Context, i int) (struct{}, error) {
 		if waiters[i].ID == "" {
 			return struct{}{}, nil

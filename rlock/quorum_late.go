@@ -14,8 +14,8 @@ import (
 // (giveUp) and leaves every node's queue, both in the background, and
 // returns err as givenBack.
 func (r *quorumLock) fail(call acquireCall, granted map[int]uint64, err error) error {
+	r.leaveOthers(call, nil) // first: the call has left, its give-backs wake
 	r.giveUp(call, granted)
-	r.leaveOthers(call, nil)
 	return givenBack{err}
 }
 
@@ -210,7 +210,10 @@ func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
 // ID, which is that call's name for the hold too.
 //
 // The call's next look waits for it before it acquires on the node (see
-// takeOn).
+// takeOn). Once the call has left (it looks no more), the give-back is a
+// waking release: the grant may have come from a wake-up, which its
+// waiter, gone, passes on this way; a call still waiting gives back
+// quietly (see ReleaseWaking).
 func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64) {
 	r.mu.Lock()
 	if r.backs[i].n == 0 {
@@ -226,10 +229,28 @@ func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64) {
 			}
 			r.mu.Unlock()
 		}()
-		if id := r.raiseOn(ctx, i, call, from, to); id != 0 {
-			releaseRetrying(ctx, r.nodes[i], call.owner, id)
+		id := r.raiseOn(ctx, i, call, from, to)
+		if id == 0 {
+			return
 		}
+		r.mu.Lock()
+		left := r.left
+		r.mu.Unlock()
+		var res resource = r.nodes[i]
+		if left {
+			res = waking{r.nodes[i]}
+		}
+		releaseRetrying(ctx, res, call.owner, id)
 	})
+}
+
+// waking is a node's lock whose release wakes the oldest wake record's
+// waiter where it frees the node (Keys.ReleaseWaking): a hold's own
+// release, and the give-back of a call that has left.
+type waking struct{ *plainLock }
+
+func (w waking) release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error) {
+	return w.keys.ReleaseWaking(ctx, w.rdb, owner, id, requestID)
 }
 
 // raiseOn raises owner's hold on node i from token from to to (see

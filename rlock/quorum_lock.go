@@ -46,7 +46,8 @@ type quorumLock struct {
 	releasing bool
 	// left is set, under mu, once the call's leave of the nodes it does
 	// not hold is about to be sent: a late reply of a look then leaves
-	// its node again (see leaveLate).
+	// its node again (see leaveLate), and a give-back wakes a waiter
+	// (see giveBackOn).
 	left bool
 	// backs is the call's give-backs under way on each node, guarded by
 	// mu: a look acquires on a node only once those there have ended (see
