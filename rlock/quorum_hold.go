@@ -172,15 +172,16 @@ func (r *quorumLock) reenter(ctx context.Context, call acquireCall) (reentrant.A
 	// A node's re-entry answered after the verdict counts there if the
 	// re-entry holds, as its release will go there too; it is undone
 	// otherwise.
-	out := &outcome{done: make(chan struct{})}
-	defer close(out.done)
+	out := &outcome{}
+	defer out.end()
 	replies, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (reentrant.AcquireResult, error) {
 		return r.nodes[i].acquire(ctx, call)
 	}, func(res reentrant.AcquireResult) bool { return res.Acquired }, func(late nodeReply[reentrant.AcquireResult]) {
-		<-out.done
-		if !out.made || late.err != nil {
-			r.undoReentry(late, call)
-		}
+		out.then(func() {
+			if !out.made || late.err != nil {
+				r.undoReentry(late, call)
+			}
+		})
 	})
 	var count int64
 	for _, rep := range replies {

@@ -6,6 +6,7 @@ package rlock
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/batonlock/baton/reentrant"
 )
@@ -38,12 +39,44 @@ func (r *quorumLock) giveUp(call acquireCall, granted map[int]uint64) {
 }
 
 // outcome is what a look made, for the replies that come after it
-// stopped listening: they wait for done.
+// stopped listening: what they do waits for the look's return (see then).
 type outcome struct {
-	done    chan struct{} // closed once the look has returned
-	made    bool          // it made a hold, or re-entered one
-	reentry bool          // the hold was there before: the look re-entered it
-	token   uint64        // the hold's token, when made
+	mu    sync.Mutex // guards ended and after
+	ended bool       // the look has returned
+	after []func()   // what waits for the look's return: end runs it
+
+	// Set by the look before it returns; read once it has.
+	made    bool   // it made a hold, or re-entered one
+	reentry bool   // the hold was there before: the look re-entered it
+	token   uint64 // the hold's token, when made
+}
+
+// then runs f once the look has returned: now if it has, or else when it
+// does (end), on the look's goroutine. It never waits: a late reply may
+// be handed on on the look's own goroutine (fanOut runs its handler there
+// once Close has begun), where a wait for the look would never end.
+func (o *outcome) then(f func()) {
+	o.mu.Lock()
+	if !o.ended {
+		o.after = append(o.after, f)
+		o.mu.Unlock()
+		return
+	}
+	o.mu.Unlock()
+	f()
+}
+
+// end is the look's return, once made, reentry and token are final: it
+// runs what waited for it.
+func (o *outcome) end() {
+	o.mu.Lock()
+	o.ended = true
+	after := o.after
+	o.after = nil
+	o.mu.Unlock()
+	for _, f := range after {
+		f()
+	}
 }
 
 // settleLate deals with a round-1 reply that came after its look stopped
@@ -95,12 +128,7 @@ func (r *quorumLock) leaveLate(i int, call acquireCall) {
 // so its order against them does not matter), and is given back
 // otherwise. A new grant joins no re-entered hold: it is given back.
 func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bool, out *outcome) {
-	r.c.background.run(call.lease, func(ctx context.Context) {
-		select {
-		case <-out.done:
-		case <-ctx.Done():
-			return
-		}
+	out.then(func() {
 		switch {
 		case reentered:
 			if !out.made || !out.reentry || from != out.token {
@@ -125,7 +153,7 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bo
 				r.giveBackOn(i, call, from, out.token)
 				return
 			}
-			r.raiseJoining(ctx, i, call, out.token)
+			r.raiseJoining(i, call, out.token)
 		}
 	})
 }
@@ -134,16 +162,16 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bo
 // came after commit stopped listening: where the look made the hold, the
 // node is joining it (commit said so), and its raise is resent until
 // answered (raiseJoining); where it did not, it is given back, raised to
-// the same token first (the raise may have run). It waits for the look
-// whatever ctx does: a joining node's release waits for its raise.
+// the same token first (the raise may have run). Either is sure to run
+// once the look has returned: a joining node's release waits for its
+// raise.
 func (r *quorumLock) finishRaise(i int, call acquireCall, from uint64, out *outcome) {
-	r.c.background.run(call.lease, func(ctx context.Context) {
-		<-out.done
+	out.then(func() {
 		if !out.made {
 			r.giveBackOn(i, call, from, out.token)
 			return
 		}
-		r.raiseJoining(ctx, i, call, out.token)
+		r.raiseJoining(i, call, out.token)
 	})
 }
 
@@ -162,23 +190,26 @@ type join struct {
 func newJoin(from uint64) *join { return &join{from: from, done: make(chan struct{})} }
 
 // raiseJoining raises node i, joining the hold, to the hold's token to,
-// and ends its join. A node held under from, not raised (another call of
-// the owner re-entered it there first), is not the hold's: it is given
-// back by from, before the join ends. A raise not answered before ctx
-// ends joins nothing either: after a lease (ctx's bound) the node's grant,
-// never renewed, has run out; after Close gave up, it runs out by itself.
-func (r *quorumLock) raiseJoining(ctx context.Context, i int, call acquireCall, to uint64) {
+// in the background, and ends its join. A node held under from, not
+// raised (another call of the owner re-entered it there first), is not
+// the hold's: it is given back by from, before the join ends. A raise not
+// answered before its ctx ends joins nothing either: after a lease (its
+// bound) the node's grant, never renewed, has run out; after Close gave
+// up, it runs out by itself.
+func (r *quorumLock) raiseJoining(i int, call acquireCall, to uint64) {
 	r.mu.Lock()
 	j := r.joining[i]
 	r.mu.Unlock()
-	defer close(j.done)
-	switch id := r.raiseOn(ctx, i, call, j.from, to); id {
-	case to:
-		j.id = to
-	case 0:
-	default:
-		releaseRetrying(ctx, r.nodes[i], call.owner, id)
-	}
+	r.c.background.run(call.lease, func(ctx context.Context) {
+		defer close(j.done)
+		switch id := r.raiseOn(ctx, i, call, j.from, to); id {
+		case to:
+			j.id = to
+		case 0:
+		default:
+			releaseRetrying(ctx, r.nodes[i], call.owner, id)
+		}
+	})
 }
 
 // undoOn undoes round 1 on node i after its reply was lost, as

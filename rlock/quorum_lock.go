@@ -171,8 +171,8 @@ func (r *quorumLock) acquire(ctx context.Context, call acquireCall) (reentrant.A
 // new grants make a new hold.
 func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	start := time.Now()
-	out := &outcome{done: make(chan struct{})}
-	defer close(out.done)
+	out := &outcome{}
+	defer out.end()
 	as, down := r.lookAs()
 	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
 		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call, as[i]) },
