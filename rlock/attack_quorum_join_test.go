@@ -14,7 +14,7 @@ import (
 )
 
 // The attacks on a node that joins a hold late (joinLate, finishRaise) and
-// on the release that waits for it (see release).
+// on the release of such a node (see release).
 
 // isStopped says whether Close has begun: every clean-up run after it
 // runs inline, on its caller's goroutine.

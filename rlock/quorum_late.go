@@ -7,6 +7,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/batonlock/baton/reentrant"
 )
@@ -30,11 +31,11 @@ func (r *quorumLock) giveUp(call acquireCall, granted map[int]uint64) {
 	r.mu.Unlock()
 	for i, t := range kept {
 		if _, ok := granted[i]; !ok {
-			r.giveBackOn(i, call, t, t)
+			r.giveBackOn(i, call, t, t, newRequestID())
 		}
 	}
 	for i, t := range granted {
-		r.giveBackOn(i, call, t, t)
+		r.giveBackOn(i, call, t, t, newRequestID())
 	}
 }
 
@@ -132,25 +133,25 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bo
 		switch {
 		case reentered:
 			if !out.made || !out.reentry || from != out.token {
-				r.giveBackOn(i, call, from, from)
+				r.giveBackOn(i, call, from, from, newRequestID())
 			}
 		// A counter is never lowered: a grant above the hold's token
 		// cannot join it.
 		case !out.made || from > out.token:
 			// Round 2 may have raised it (a reply held back past the
 			// look): the give-back raises it to the same token first.
-			r.giveBackOn(i, call, from, max(from, out.token))
+			r.giveBackOn(i, call, from, max(from, out.token), newRequestID())
 		case out.reentry:
-			r.giveBackOn(i, call, from, from)
+			r.giveBackOn(i, call, from, from, newRequestID())
 		default:
 			r.mu.Lock()
 			releasing := r.releasing
 			if !releasing {
-				r.joining[i] = newJoin(from)
+				r.joining[i] = newJoin(from, newRequestID())
 			}
 			r.mu.Unlock()
 			if releasing { // the release did not know of the node
-				r.giveBackOn(i, call, from, out.token)
+				r.giveBackOn(i, call, from, out.token, newRequestID())
 				return
 			}
 			r.raiseJoining(i, call, out.token)
@@ -162,13 +163,11 @@ func (r *quorumLock) joinLate(i int, call acquireCall, from uint64, reentered bo
 // came after commit stopped listening: where the look made the hold, the
 // node is joining it (commit said so), and its raise is resent until
 // answered (raiseJoining); where it did not, it is given back, raised to
-// the same token first (the raise may have run). Either is sure to run
-// once the look has returned: a joining node's release waits for its
-// raise.
-func (r *quorumLock) finishRaise(i int, call acquireCall, from uint64, out *outcome) {
+// the same token first (the raise may have run).
+func (r *quorumLock) finishRaise(i int, call acquireCall, from uint64, req string, out *outcome) {
 	out.then(func() {
 		if !out.made {
-			r.giveBackOn(i, call, from, out.token)
+			r.giveBackOn(i, call, from, out.token, req)
 			return
 		}
 		r.raiseJoining(i, call, out.token)
@@ -176,40 +175,96 @@ func (r *quorumLock) finishRaise(i int, call acquireCall, from uint64, out *outc
 }
 
 // join is a node joining a hold: granted under from, its raise to the
-// hold's token is in flight. A release of the node waits for done, and
-// then goes by id (see release): the raise and the release are sent in
-// that order, never both at once, as the raise, run after a release,
-// would move the ID of what another call of the owner holds there.
+// hold's token is in flight. Every copy of that raise goes under req, and
+// the first to run on the node decides for all (see Keys.Raise): so the
+// copy a release sends itself answers at once, whatever became of the
+// others' replies, and a copy late on the network replays that answer
+// (for RequestTTL, as every replayed request) rather than move, after
+// the release, the ID of a count another call of the owner has there.
+// The first answer heard settles the join (see settleJoin).
 type join struct {
 	from uint64
-	done chan struct{} // closed once the raise ended
-	id   uint64        // the hold's token once joined, 0 where not: set before done closes
+	req  string
+
+	mu      sync.Mutex // guards settled and id
+	settled bool
+	id      uint64 // the hold's ID on the node: its token, from (re-entered, not raised), or 0 (not held)
 }
 
-// newJoin is the join of a node granted under from.
-func newJoin(from uint64) *join { return &join{from: from, done: make(chan struct{})} }
+// newJoin is the join of a node granted under from, whose raise goes
+// under request ID req.
+func newJoin(from uint64, req string) *join { return &join{from: from, req: req} }
+
+// answer is the answer that settled j, if one has.
+func (j *join) answer() (id uint64, ok bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.id, j.settled
+}
+
+// settle records id as j's answer unless one was, and returns the answer
+// recorded; first says it is id, recorded by this call.
+func (j *join) settle(id uint64) (answer uint64, first bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.settled {
+		j.settled, j.id = true, id
+		return id, true
+	}
+	return j.id, false
+}
 
 // raiseJoining raises node i, joining the hold, to the hold's token to,
-// in the background, and ends its join. A node held under from, not
-// raised (another call of the owner re-entered it there first), is not
-// the hold's: it is given back by from, before the join ends. A raise not
-// answered before its ctx ends joins nothing either: after a lease (its
-// bound) the node's grant, never renewed, has run out; after Close gave
-// up, it runs out by itself.
+// in the background, resent until answered or its join is settled (see
+// joined): a copy sent after that could run where the first copy's
+// answer is no longer remembered. A raise not answered before its ctx
+// ends joins nothing: after a lease (its bound) the node's grant, never
+// renewed, has run out; after Close gave up, it runs out by itself.
 func (r *quorumLock) raiseJoining(i int, call acquireCall, to uint64) {
 	r.mu.Lock()
 	j := r.joining[i]
 	r.mu.Unlock()
 	r.c.background.run(call.lease, func(ctx context.Context) {
-		defer close(j.done)
-		switch id := r.raiseOn(ctx, i, call, j.from, to); id {
-		case to:
-			j.id = to
-		case 0:
-		default:
-			releaseRetrying(ctx, r.nodes[i], call.owner, id)
+		err := untilAnswered(ctx, func(ctx context.Context) error {
+			_, err := r.joined(ctx, i, call.owner, j, to, call.lease)
+			return err
+		})
+		if err != nil {
+			r.settleJoin(i, call.owner, j, to, 0)
 		}
 	})
+}
+
+// joined is node i's answer to the raise of its join j to the hold's
+// token to, for lease: the answer that settled j, or else that of a copy
+// of the raise sent now, which the raise's first run on the node decides
+// (see Keys.Raise), and which settles j.
+func (r *quorumLock) joined(ctx context.Context, i int, owner string, j *join, to uint64, lease time.Duration) (uint64, error) {
+	if id, ok := j.answer(); ok {
+		return id, nil
+	}
+	p := r.nodes[i]
+	id, err := p.keys.Raise(ctx, p.rdb, owner, j.from, to, lease, j.req)
+	if err != nil {
+		return 0, err
+	}
+	return r.settleJoin(i, owner, j, to, id), nil
+}
+
+// settleJoin settles node i's join j of the hold of token to with id, an
+// answer to its raise, and returns the answer recorded. Where this call
+// recorded it and the node holds the grant under from, not raised
+// (another call of the owner re-entered it there first), the node is not
+// the hold's, and its count is given back by from, in the background:
+// the first hearer alone does so, so it is given back once.
+func (r *quorumLock) settleJoin(i int, owner string, j *join, to, id uint64) uint64 {
+	id, first := j.settle(id)
+	if first && id != to && id != 0 {
+		r.c.background.run(r.c.cfg.watchdogLease, func(ctx context.Context) {
+			releaseRetrying(ctx, r.nodes[i], owner, id)
+		})
+	}
+	return id
 }
 
 // undoOn undoes round 1 on node i after its reply was lost, as
@@ -236,24 +291,26 @@ func (r *quorumLock) undoOn(ctx context.Context, i int, call acquireCall) {
 // no-op if it was) tells whether the node still holds it, and by which
 // ID: to, or from where another call of the owner re-entered it before
 // it was raised (see Keys.Raise); the release then gives it back by that
-// ID, which is that call's name for the hold too.
-func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64) {
+// ID, which is that call's name for the hold too. req is the request ID
+// of round 2's raise of the node, if one was sent (a new one if not): a
+// copy of that raise that comes after this one replays its answer.
+func (r *quorumLock) giveBackOn(i int, call acquireCall, from, to uint64, req string) {
 	r.c.background.run(call.lease, func(ctx context.Context) {
-		if id := r.raiseOn(ctx, i, call, from, to); id != 0 {
+		if id := r.raiseOn(ctx, i, call, from, to, req); id != 0 {
 			releaseRetrying(ctx, r.nodes[i], call.owner, id)
 		}
 	})
 }
 
 // raiseOn raises owner's hold on node i from token from to to (see
-// Keys.Raise), resent until the node answers or ctx ends, and returns the
-// ID the node holds it under: to, from (re-entered, not raised), or 0
-// (not held, or no answer).
-func (r *quorumLock) raiseOn(ctx context.Context, i int, call acquireCall, from, to uint64) uint64 {
+// Keys.Raise) under request ID req, resent until the node answers or ctx
+// ends, and returns the ID the node holds it under: to, from (re-entered,
+// not raised), or 0 (not held, or no answer).
+func (r *quorumLock) raiseOn(ctx context.Context, i int, call acquireCall, from, to uint64, req string) uint64 {
 	p := r.nodes[i]
 	var id uint64
 	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
-		id, err = p.keys.Raise(ctx, p.rdb, call.owner, from, to, call.lease)
+		id, err = p.keys.Raise(ctx, p.rdb, call.owner, from, to, call.lease, req)
 		return err
 	})
 	if err != nil {
