@@ -166,7 +166,12 @@
 // that committed: its renewals, re-entries and release there name it by
 // T, with the scripts of one node. A node that did not commit is given
 // back (Raise, which tells whether it still holds, and under which ID,
-// then release by that ID).
+// then release by that ID). Every copy of one node's raise (a resend, the
+// give-back's, a release's, one late on the network) goes under one
+// request ID, and the first to run decides for all: a copy that ran
+// after the release, where another call of the owner still holds a count
+// under t_i, would move that count's ID, and its give-back by t_i would
+// find nothing.
 //
 // A node whose counter is at the end of the token range (see Holds and
 // tokens) refuses round 1 with an error: it counts as failed, and the
@@ -382,9 +387,9 @@
 //
 // go-redis resends a command on a read timeout, so one call may run twice.
 // A request ID runs at most once: the request key remembers the result of
-// an acquire, a release or a force release for RequestTTL, and a resent
-// call replays it instead of counting, queueing, granting or deleting
-// again. An owner made for one call (AcquireNew) needs no request key: a
+// an acquire, a release, a force release or a quorum raise for
+// RequestTTL, and a resent call replays it instead of counting, queueing,
+// granting, deleting or raising again. An owner made for one call (AcquireNew) needs no request key: a
 // hold it already has can only be that call's own. A waiter's record is the same in every run of its
 // call, so it is queued once and left by value. Leave and pass act only
 // on what they find (the waiter's record, a free lock), so a resend grants

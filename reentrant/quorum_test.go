@@ -16,18 +16,18 @@ func TestRaise(t *testing.T) {
 	require.NoError(t, err)
 	from, to := r.Token, r.Token+1000
 
-	id, err := l.Raise(ctx, rdb, "B", from, to, testLease)
+	id, err := l.Raise(ctx, rdb, "B", from, to, testLease, "other")
 	require.NoError(t, err)
 	require.Zero(t, id, "another owner's hold")
-	id, err = l.Raise(ctx, rdb, "A", from-1, to, testLease)
+	id, err = l.Raise(ctx, rdb, "A", from-1, to, testLease, "old")
 	require.NoError(t, err)
 	require.Zero(t, id, "another hold's token")
 	require.Equal(t, from, currentToken(t, rdb, l), "a refused raise changes nothing")
-	_, err = l.Raise(ctx, rdb, "A", to, from, testLease)
+	_, err = l.Raise(ctx, rdb, "A", to, from, testLease, "lower")
 	require.Error(t, err, "a counter is never lowered")
 
-	for range 2 { // the second is a resend
-		id, err = l.Raise(ctx, rdb, "A", from, to, testLease)
+	for range 2 { // the second is a resend, which replays the first
+		id, err = l.Raise(ctx, rdb, "A", from, to, testLease, "raise")
 		require.NoError(t, err)
 		require.Equal(t, to, id)
 		require.Equal(t, to, currentToken(t, rdb, l))
@@ -45,7 +45,7 @@ func TestRaise(t *testing.T) {
 	rel, err := l.Release(ctx, rdb, "A", to, "rel")
 	require.NoError(t, err)
 	require.Equal(t, Released, rel.Status)
-	id, err = l.Raise(ctx, rdb, "A", from, to, testLease)
+	id, err = l.Raise(ctx, rdb, "A", from, to, testLease, "after")
 	require.NoError(t, err)
 	require.Zero(t, id, "nothing to raise once released")
 
@@ -56,7 +56,8 @@ func TestRaise(t *testing.T) {
 
 // Raise leaves the ID of a hold another call of its owner re-entered under
 // it: that call names the hold by it, to give its count back. Once that
-// count is back, the hold is raised.
+// count is back, a copy of that raise that comes late (one request ID)
+// replays its answer and moves nothing; a new raise raises the hold.
 func TestRaiseLeavesAReenteredHold(t *testing.T) {
 	ctx, rdb, l := setup(t, "raise-reentered")
 	r, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
@@ -67,7 +68,7 @@ func TestRaiseLeavesAReenteredHold(t *testing.T) {
 	require.Equal(t, int64(2), again.HoldCount)
 	require.Equal(t, from, again.Token, "the re-entry names the hold by from")
 
-	id, err := l.Raise(ctx, rdb, "A", from, to, testLease)
+	id, err := l.Raise(ctx, rdb, "A", from, to, testLease, "first")
 	require.NoError(t, err)
 	require.Equal(t, from, id, "held under from, not raised")
 	require.Equal(t, from, currentToken(t, rdb, l))
@@ -75,7 +76,11 @@ func TestRaiseLeavesAReenteredHold(t *testing.T) {
 	rel, err := l.Release(ctx, rdb, "A", from, "rel-again")
 	require.NoError(t, err)
 	require.Equal(t, StillHeld, rel.Status, "the re-entry's count goes back by the name it had")
-	id, err = l.Raise(ctx, rdb, "A", from, to, testLease)
+	id, err = l.Raise(ctx, rdb, "A", from, to, testLease, "first")
+	require.NoError(t, err)
+	require.Equal(t, from, id, "a late copy of the first raise replays it")
+	require.Equal(t, from, currentToken(t, rdb, l), "a late copy moves no ID")
+	id, err = l.Raise(ctx, rdb, "A", from, to, testLease, "second")
 	require.NoError(t, err)
 	require.Equal(t, to, id)
 }

@@ -105,7 +105,7 @@ func TestRaiseRefusesATokenPastMaxToken(t *testing.T) {
 	ctx, rdb, l := setup(t, "range-raise")
 	r, err := l.AcquireNew(ctx, rdb, "A", testLease, Waiter{})
 	require.NoError(t, err)
-	_, err = l.Raise(ctx, rdb, "A", r.Token, MaxToken+1, testLease)
+	_, err = l.Raise(ctx, rdb, "A", r.Token, MaxToken+1, testLease, "over")
 	require.ErrorIs(t, err, ErrTokenOverflow)
 	requireCounter(t, ctx, rdb, l, r.Token)
 }

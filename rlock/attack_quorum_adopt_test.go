@@ -30,7 +30,7 @@ import (
 func TestAttackQuorumLookAdoptsGrantBeingGivenBack(t *testing.T) {
 	const name = "adopt"
 	acquire := func(cmd []string) bool {
-		return strings.EqualFold(cmd[0], "evalsha") && len(cmd) > 3 && cmd[2] != "2" && cmd[3] == lockKey(name)
+		return strings.EqualFold(cmd[0], "evalsha") && len(cmd) > 3 && cmd[2] >= "4" && cmd[3] == lockKey(name) // 4 or 5 keys: the acquire (the raise has 3)
 	}
 	for _, c := range []struct {
 		what string
@@ -38,13 +38,13 @@ func TestAttackQuorumLookAdoptsGrantBeingGivenBack(t *testing.T) {
 	}{
 		{"give-back's raise", func(t *testing.T, px *proxy, lock func()) func() {
 			return holdReplyOf(t, px, lock, func(cmd []string) bool { // from = to
-				return strings.EqualFold(cmd[0], "evalsha") && len(cmd) == 9 && cmd[3] == lockKey(name) && cmd[6] == cmd[7]
+				return strings.EqualFold(cmd[0], "evalsha") && len(cmd) == 11 && cmd[3] == lockKey(name) && cmd[7] == cmd[8]
 			})
 		}},
 		{"undo's replay", func(t *testing.T, px *proxy, lock func()) func() {
 			px.DropNextReply(acquire, false)
 			lock()
-			require.Eventually(t, func() bool { return !px.armed() }, 5*time.Second, time.Millisecond, "C's first look on node 1")
+			require.Eventually(t, func() bool { return px.Taken() }, 5*time.Second, time.Millisecond, "C's first look on node 1")
 			return holdReplyOf(t, px, func() {}, acquire)
 		}},
 	} {
@@ -59,7 +59,7 @@ func holdReplyOf(t *testing.T, px *proxy, lock func(), match func(cmd []string) 
 	release = px.HoldNextReply(match)
 	t.Cleanup(release)
 	lock()
-	require.Eventually(t, func() bool { return !px.armed() }, 5*time.Second, time.Millisecond, "the command whose reply is held")
+	require.Eventually(t, func() bool { return px.Taken() }, 5*time.Second, time.Millisecond, "the command whose reply is held")
 	return release
 }
 

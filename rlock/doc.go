@@ -185,11 +185,13 @@
 // its renewal. A reply to a look, a commit or a re-entry that comes after
 // its call stopped listening is never dropped: a grant or commit joins the
 // hold its look made, or is given back (a release that begins while a
-// node's raise to the hold's token is still under way waits for it, then
-// releases the node where it joined: so an Unlock right after Lock finds
-// the hold on every node that granted it, and no raise runs after the
-// release, where it would move the ID of a count another call of the
-// owner has there), a failure is undone by replay,
+// node's raise to the hold's token is still under way sends a copy of the
+// raise itself, then releases the node where the raise says it holds: so
+// an Unlock right after Lock finds the hold on every node that granted
+// it, without waiting for a reply that may be lost; every copy of a raise
+// goes under one request ID, and the first to run decides for all, so no
+// copy that comes late moves the ID of a count another call of the owner
+// has there after the release), a failure is undone by replay,
 // as on one node, and any other reply, once the call has left, leaves its
 // node again (its acquire may have run after the leave, and left a queue
 // place or wake record there); a release that failed there is resent. (A late renewal's

@@ -97,6 +97,10 @@ type dropRule struct {
 	// client reads EOF at once; otherwise the connection stays open and the
 	// client's read times out.
 	hangUp bool
+	// sendAfter, armed by HoldNextCommand, holds the command itself back
+	// until it closes (a command late on the network); answered closes
+	// once the server's reply to it comes, which then goes on as any.
+	sendAfter, answered chan struct{}
 }
 
 // startProxy listens on a loopback port and forwards to target until the
@@ -157,11 +161,26 @@ func (p *proxy) HoldNextReply(match func(cmd []string) bool) (release func()) {
 	return func() { once.Do(func() { close(held) }) }
 }
 
-// armed says a rule waits for its command: none has matched it yet.
-func (p *proxy) armed() bool {
+// HoldNextCommand holds back the next command match matches, before the
+// server sees it, until send is called: the command then runs, however
+// long ago its client gave up on it and closed the connection (its data
+// was on the wire). answered closes once the server has replied to it.
+// Commands on other connections go on.
+func (p *proxy) HoldNextCommand(match func(cmd []string) bool) (send func(), answered <-chan struct{}) {
+	r := &dropRule{match: match, sendAfter: make(chan struct{}), answered: make(chan struct{})}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.rule != nil
+	p.rule = r
+	var once sync.Once
+	return func() { once.Do(func() { close(r.sendAfter) }) }, r.answered
+}
+
+// Taken says whether the armed rule has matched a command (or none is
+// armed): a test arms its next rule only then, as one replaces the other.
+func (p *proxy) Taken() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rule == nil
 }
 
 // Dropped is how many replies have been swallowed.
@@ -203,13 +222,30 @@ func (p *proxy) forwardCommands(client, server net.Conn, q *replyQueue) {
 		if err != nil {
 			return
 		}
+		rule := p.take(cmd)
+		if rule != nil && rule.sendAfter != nil {
+			select {
+			case <-rule.sendAfter:
+			case <-p.stop:
+				return
+			}
+		}
 		// Queued before the command is sent, so before its reply can arrive.
-		q.push(p.take(cmd))
+		q.push(rule)
 		if !p.hole.pass(p.stop) {
 			return
 		}
 		if _, err := server.Write(raw); err != nil {
 			return
+		}
+		if rule != nil && rule.answered != nil {
+			// Its client may have hung up: the server's end closes (on
+			// the client's EOF) only once the reply has come.
+			select {
+			case <-rule.answered:
+			case <-p.stop:
+				return
+			}
 		}
 	}
 }
@@ -223,13 +259,17 @@ func (p *proxy) forwardReplies(server, client net.Conn, q *replyQueue, hangUp fu
 		}
 		// RESP3 pushes (pub/sub messages) answer no command.
 		if raw[0] != '>' {
-			if rule := q.pop(); rule != nil && rule.held != nil {
+			switch rule := q.pop(); {
+			case rule == nil:
+			case rule.answered != nil:
+				close(rule.answered)
+			case rule.held != nil:
 				select {
 				case <-rule.held:
 				case <-p.stop:
 					return
 				}
-			} else if rule != nil {
+			default:
 				p.dropped.Add(1)
 				if rule.hangUp {
 					hangUp()
@@ -348,7 +388,7 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 // "acquire" is a Lock's first try, which passes no waiter and, for an
 // owner made for the call, no request key (see acquire.lua).
 var scriptShapes = map[string][2]int{
-	"acquire": {4, 6}, "release": {5, 4}, "force-release": {5, 2}, "renew-2": {4, 7}, "quorum-raise": {2, 4},
+	"acquire": {4, 6}, "release": {5, 4}, "force-release": {5, 2}, "renew-2": {4, 7}, "quorum-raise": {3, 5},
 	"rw-acquire": {6, 13}, "rw-release": {6, 6}, "rw-leave": {5, 6}, "rw-force-release": {6, 3},
 }
 

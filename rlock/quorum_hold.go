@@ -90,9 +90,10 @@ func (r *quorumLock) decided(t tally) bool {
 // majority confirmed it; it found the hold not held once too many nodes
 // did for a majority to hold it.
 func (r *quorumLock) release(ctx context.Context, owner string, id uint64, requestID string) (reentrant.ReleaseResult, error) {
-	// A node still joining the hold is released once its raise ended,
-	// and only where it joined: one not raised was given back by its
-	// raise (see raiseJoining).
+	// A node still joining the hold is released where its raise made it
+	// the hold's (see joined). The counter's expiry only rises: the
+	// watchdog's lease keeps it past id's time, which is all a released
+	// hold needs.
 	r.mu.Lock()
 	r.releasing = true
 	joining := maps.Clone(r.joining)
@@ -100,12 +101,10 @@ func (r *quorumLock) release(ctx context.Context, owner string, id uint64, reque
 	releaseOn := func(ctx context.Context, i int) (reentrant.ReleaseResult, error) {
 		p := r.nodes[i]
 		if j, ok := joining[i]; ok {
-			select {
-			case <-j.done:
-			case <-ctx.Done():
-				return reentrant.ReleaseResult{}, ctx.Err()
-			}
-			if j.id != id {
+			switch joined, err := r.joined(ctx, i, owner, j, id, r.c.cfg.watchdogLease); {
+			case err != nil:
+				return reentrant.ReleaseResult{}, err
+			case joined != id:
 				return reentrant.ReleaseResult{Status: reentrant.NotHeld}, nil
 			}
 		}
@@ -173,15 +172,16 @@ func (r *quorumLock) reenter(ctx context.Context, call acquireCall) (reentrant.A
 	// A node's re-entry answered after the verdict counts there if the
 	// re-entry holds, as its release will go there too; it is undone
 	// otherwise.
-	out := &outcome{done: make(chan struct{})}
-	defer close(out.done)
+	out := &outcome{}
+	defer out.end()
 	replies, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (reentrant.AcquireResult, error) {
 		return r.nodes[i].acquire(ctx, call)
 	}, func(res reentrant.AcquireResult) bool { return res.Acquired }, func(late nodeReply[reentrant.AcquireResult]) {
-		<-out.done
-		if !out.made || late.err != nil {
-			r.undoReentry(late, call)
-		}
+		out.then(func() {
+			if !out.made || late.err != nil {
+				r.undoReentry(late, call)
+			}
+		})
 	})
 	var count int64
 	for _, rep := range replies {

@@ -38,8 +38,8 @@ type quorumLock struct {
 	down map[int]bool
 
 	// joining is the nodes of the hold whose raise to its token goes on
-	// after the look returned: a release of such a node waits for its
-	// raise (see release). releasing is set once a release of the hold
+	// after the look returned: a release of such a node settles its join
+	// first (see release). releasing is set once a release of the hold
 	// has begun: a node that would join after that is given back (see
 	// joinLate). Both are guarded by mu.
 	joining   map[int]*join
@@ -220,8 +220,8 @@ func (r *quorumLock) acquire(ctx context.Context, call acquireCall) (reentrant.A
 // new grants make a new hold.
 func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentrant.AcquireResult, error) {
 	start := time.Now()
-	out := &outcome{done: make(chan struct{})}
-	defer close(out.done)
+	out := &outcome{}
+	defer out.end()
 	as, down := r.lookAs()
 	replies, err := fanOut(ctx, r.c, call.lease, r.all(),
 		func(ctx context.Context, i int) (nodeTake, error) { return r.takeOn(ctx, i, call, as[i]) },
@@ -237,13 +237,13 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 			failed[rep.node] = rep.err
 			r.settleLate(rep, call, out) // it may have run: undo it
 		case rep.val.stale:
-			r.giveBackOn(rep.node, call, rep.val.token, rep.val.token)
+			r.giveBackOn(rep.node, call, rep.val.token, rep.val.token, newRequestID())
 		case !rep.val.granted:
 			ttls = append(ttls, rep.val.ttl)
 		case held != 0 && rep.val.reentered() && rep.val.token == held:
 			count = max(count, rep.val.count)
 		case held != 0 || rep.val.reentered():
-			r.giveBackOn(rep.node, call, rep.val.token, rep.val.token)
+			r.giveBackOn(rep.node, call, rep.val.token, rep.val.token, newRequestID())
 		default:
 			fresh[rep.node] = rep.val.token
 		}
@@ -333,12 +333,18 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 		nodes = append(nodes, i)
 	}
 	out.token = T
+	// Every copy of a node's raise, a give-back's and a release's too, goes
+	// under one request ID: the first to run decides for all (see join).
+	reqs := map[int]string{}
+	for _, i := range nodes {
+		reqs[i] = newRequestID()
+	}
 	replies, err := fanOut(ctx, r.c, call.lease, nodes,
 		func(ctx context.Context, i int) (uint64, error) {
-			return r.nodes[i].keys.Raise(ctx, r.nodes[i].rdb, call.owner, granted[i], T, call.lease)
+			return r.nodes[i].keys.Raise(ctx, r.nodes[i].rdb, call.owner, granted[i], T, call.lease, reqs[i])
 		},
 		func(got []nodeReply[uint64]) bool { return countRaised(got, T) >= r.q.majority }, false,
-		func(late nodeReply[uint64]) { r.finishRaise(late.node, call, granted[late.node], out) })
+		func(late nodeReply[uint64]) { r.finishRaise(late.node, call, granted[late.node], reqs[late.node], out) })
 	committed, failed := map[int]bool{}, map[int]error{}
 	unanswered := maps.Clone(granted)
 	for _, rep := range replies {
@@ -357,14 +363,14 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 		// Their raises are in flight, and finish late (finishRaise).
 		r.joining = map[int]*join{}
 		for i, from := range unanswered {
-			r.joining[i] = newJoin(from)
+			r.joining[i] = newJoin(from, reqs[i])
 		}
 	}
 	r.mu.Unlock()
 	if !out.made {
 		// Those that answered are given back here, the rest when they do.
 		for _, rep := range replies {
-			r.giveBackOn(rep.node, call, granted[rep.node], T)
+			r.giveBackOn(rep.node, call, granted[rep.node], T, reqs[rep.node])
 		}
 		switch {
 		case err != nil:
@@ -376,7 +382,7 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 	}
 	for _, rep := range replies {
 		if !committed[rep.node] {
-			r.giveBackOn(rep.node, call, granted[rep.node], T)
+			r.giveBackOn(rep.node, call, granted[rep.node], T, reqs[rep.node])
 		}
 	}
 	r.leaveOthers(call, granted)

@@ -114,7 +114,7 @@ func (r *quorumLock) keepPrefix(call acquireCall, granted map[int]uint64, failed
 	r.mu.Unlock()
 	for i, t := range granted {
 		if _, ok := keep[i]; !ok {
-			r.giveBackOn(i, call, t, t)
+			r.giveBackOn(i, call, t, t, newRequestID())
 		}
 	}
 	return stop
