@@ -108,7 +108,10 @@ func QuorumTargets(results []Result) []Check {
 // yardsticks of one round: the run's PING p50 (a PING sent to every node
 // at once, timed until the last answers), and the Lock p50 of redsync-1ms
 // in the same run, a SET NX sent to every node at once. Each line gives
-// baton's uncontended Lock p50 less each.
+// baton's uncontended Lock p50 less each, in at most 98 columns (the
+// report indents it by 2): both differences may be negative (on a loaded
+// machine the PING's p50 was above the Lock's), and each value takes up
+// to 6.
 func QuorumRoundTwo(results []Result) []string {
 	var lines []string
 	for _, n := range QuorumSizes() {
@@ -121,7 +124,7 @@ func QuorumRoundTwo(results []Result) []string {
 		line := fmt.Sprintf("%s: baton Lock p50 %s − PING %s = %s", name, short(b.WaitP50), short(b.PingP50), signed(b.WaitP50-b.PingP50))
 		if j := slices.IndexFunc(results, func(r Result) bool { return r.Scenario == name && r.Algorithm == redsyncRetry1ms }); j >= 0 {
 			r := results[j]
-			line += fmt.Sprintf("; − %s's Lock %s = %s", r.Algorithm, short(r.WaitP50), signed(b.WaitP50-r.WaitP50))
+			line += fmt.Sprintf("; − %s Lock %s = %s", r.Algorithm, short(r.WaitP50), signed(b.WaitP50-r.WaitP50))
 		}
 		lines = append(lines, line)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -117,6 +118,17 @@ func TestQuorumTargetsAndRoundTwo(t *testing.T) {
 	results = append(results,
 		Result{Algorithm: BatonName, Scenario: "uncontended-q3", WaitP50: 3 * time.Millisecond, PingP50: 2 * time.Millisecond},
 		Result{Algorithm: redsyncRetry1ms, Scenario: "uncontended-q3", WaitP50: 2500 * time.Microsecond})
-	require.Equal(t, []string{"uncontended-q3: baton Lock p50 3ms − PING 2ms = 1ms; − redsync-1ms's Lock 2.5ms = 500µs"},
+	require.Equal(t, []string{"uncontended-q3: baton Lock p50 3ms − PING 2ms = 1ms; − redsync-1ms Lock 2.5ms = 500µs"},
 		QuorumRoundTwo(results))
+
+	// The widest line: every value 6 columns, both differences negative
+	// (a CI run printed 101 columns before, with 's after redsync-1ms).
+	widest := []Result{
+		{Algorithm: BatonName, Scenario: "uncontended-q5", WaitP50: 20920 * time.Microsecond, PingP50: 27600 * time.Microsecond},
+		{Algorithm: redsyncRetry1ms, Scenario: "uncontended-q5", WaitP50: 34120 * time.Microsecond},
+	}
+	line := QuorumRoundTwo(widest)[0]
+	require.Contains(t, line, "= −6.68ms")
+	require.Contains(t, line, "= −13.2ms")
+	require.LessOrEqual(t, utf8.RuneCountInString(line), 98, "%q", line)
 }
