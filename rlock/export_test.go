@@ -1,6 +1,9 @@
 package rlock
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // hooks are the functions tests set per Client, which the test seams
 // (client.go) run.
@@ -46,6 +49,10 @@ func (c *Client) SetAfterFirstAttempt(f func()) { setHook(&hooks.afterFirstAttem
 // SetBeforeJoin installs a hook that runs in c's adopt between finding the
 // hold to join and joining it.
 func (c *Client) SetBeforeJoin(f func()) { setHook(&hooks.beforeJoin, c, f) }
+
+// ValidAt reports whether l's hold was valid at t by its validity clock,
+// the one the library checks before it hands a hold over.
+func (l *Lock) ValidAt(t time.Time) bool { return !l.hold.validity.passed(t) }
 
 // LockOnAll is lockOnAll, for the external test package's quorum waiting
 // attacks.
