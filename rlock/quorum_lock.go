@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"maps"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -53,6 +54,9 @@ type quorumLock struct {
 	// mu: a look acquires on a node only once those there have ended (see
 	// takeOn).
 	backs []backs
+	// meetings is how many of the call's looks in a row met another call
+	// of its owner, guarded by mu (see untilNextLook).
+	meetings int
 }
 
 // backs counts the give-backs under way on one node; idle is closed when
@@ -231,6 +235,7 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 	fresh, failed := map[int]uint64{}, unheard(replies, down)
 	var ttls []time.Duration
 	count := int64(1)
+	met := false // a re-entry of a hold of the owner's that this look does not keep
 	for _, rep := range replies {
 		switch {
 		case rep.err != nil:
@@ -243,6 +248,7 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		case held != 0 && rep.val.reentered() && rep.val.token == held:
 			count = max(count, rep.val.count)
 		case held != 0 || rep.val.reentered():
+			met = met || rep.val.reentered()
 			r.giveBackOn(rep.node, call, rep.val.token, rep.val.token, newRequestID())
 		default:
 			fresh[rep.node] = rep.val.token
@@ -269,7 +275,39 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		// of 0), queued there.
 		return reentrant.AcquireResult{}, nil
 	}
-	return reentrant.AcquireResult{HolderTTL: soonest(ttls)}, nil
+	return reentrant.AcquireResult{HolderTTL: r.untilNextLook(soonest(ttls), met, time.Since(start))}, nil
+}
+
+// maxMeetingDoublings bounds the doubling of untilNextLook's wait: 2^6
+// looks' time, about 64 round trips, before lookEvery bounds it.
+const maxMeetingDoublings = 6
+
+// untilNextLook is when a look that made no hold, and took took, should be
+// followed by the next: soon, from the holders' leases (see soonest),
+// unless it met another call of its owner (met: a grant of that call's
+// that it re-entered, or that a raise found re-entered). Those calls send
+// no message when they commit or give back, so a wait for one would last
+// until lookEvery. The look is due again instead after a random wait of
+// one to two times took, about what the other call's look takes, doubled
+// for each earlier look in a row that met one: the calls' looks drift
+// apart until one of them looks alone, and makes the hold the others then
+// re-enter.
+func (r *quorumLock) untilNextLook(soon time.Duration, met bool, took time.Duration) time.Duration {
+	r.mu.Lock()
+	n := r.meetings
+	if r.meetings = 0; met {
+		r.meetings = n + 1
+	}
+	r.mu.Unlock()
+	if !met {
+		return soon
+	}
+	wait := took << min(n, maxMeetingDoublings)
+	wait += rand.N(wait + 1)
+	if soon >= 0 {
+		wait = min(wait, soon)
+	}
+	return wait
 }
 
 // agreed is the hold a majority of got's grants agree on: the existing
@@ -347,6 +385,7 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 		func(late nodeReply[uint64]) { r.finishRaise(late.node, call, granted[late.node], reqs[late.node], out) })
 	committed, failed := map[int]bool{}, map[int]error{}
 	unanswered := maps.Clone(granted)
+	met := false // a grant that another call of the owner re-entered
 	for _, rep := range replies {
 		delete(unanswered, rep.node)
 		switch {
@@ -354,6 +393,8 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 			failed[rep.node] = rep.err
 		case rep.val == T:
 			committed[rep.node] = true
+		case rep.val != 0:
+			met = true
 		}
 	}
 	out.made = err == nil && len(committed) >= r.q.majority && time.Now().Before(validUntil(start, call.lease))
@@ -378,7 +419,9 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 		case len(failed) > len(r.nodes)-r.q.majority:
 			return reentrant.AcquireResult{}, r.fail(call, nil, r.q.unreachable(r.name(), failed))
 		}
-		return reentrant.AcquireResult{}, nil
+		// Look again at once (a holder TTL of 0), unless another call of
+		// the owner is making its hold.
+		return reentrant.AcquireResult{HolderTTL: r.untilNextLook(0, met, time.Since(start))}, nil
 	}
 	for _, rep := range replies {
 		if !committed[rep.node] {
