@@ -83,16 +83,18 @@ func newBatonQuorum(e Env) (Locker, error) {
 }
 
 // QuorumTargets judges baton's quorum mode on the hot key and the storm of
-// each quorum size, against redsync in the same run: wait p99 at most a
-// third of the best redsync variant's (the 1 ms retry's, as a rule),
-// acq/s at least the fastest's, and fairness at least stormFairness.
+// each quorum size, against redsync in the same run, as the issue sets
+// them: wait p99 at most a third of redsync-1ms's (even where redsync's
+// defaults, whose acquisitions are mostly one worker's with no wait, have
+// a lower p99), acq/s at least the fastest variant's, and fairness at
+// least stormFairness.
 func QuorumTargets(results []Result) []Check {
 	var checks []Check
 	for _, n := range QuorumSizes() {
 		for _, sc := range []string{hotKey, storm} {
 			name := quorumScenario(sc, n)
 			checks = append(checks,
-				waitTarget(results, name, BatonName, hotWaitRatio),
+				waitAgainst(results, name, BatonName, hotWaitRatio, redsyncRetry1ms),
 				compare(results, name, BatonName, "acq/s ≥ every redsync's", acqPerSec, nil, func(b, best Result) (string, string) {
 					return status(shown(b.AcqPerSec, 0) >= shown(best.AcqPerSec, 0),
 						fmt.Sprintf("baton %.0f, %s %.0f", b.AcqPerSec, best.Algorithm, best.AcqPerSec))

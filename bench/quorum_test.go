@@ -89,15 +89,16 @@ func TestQuorumRunReachesEveryNode(t *testing.T) {
 }
 
 // QuorumTargets judges baton on each size's hot key and storm against the
-// redsync variants of the same scenario alone; QuorumRoundTwo gives
-// baton's uncontended Lock less each yardstick of one round.
+// redsync variants of the same scenario alone, its wait p99 against
+// redsync-1ms's whatever the others' (the yardstick); QuorumRoundTwo
+// gives baton's uncontended Lock less each yardstick of one round.
 func TestQuorumTargetsAndRoundTwo(t *testing.T) {
 	res := func(algo, scenario string, acq float64, p99 time.Duration, fair float64) Result {
 		return Result{Algorithm: algo, Scenario: scenario, AcqPerSec: acq, WaitP99: p99, Fairness: fair}
 	}
 	results := []Result{
 		res(BatonName, "hot-key-q3", 500, 10*time.Millisecond, 0.9),
-		res("redsync", "hot-key-q3", 400, 300*time.Millisecond, 0),
+		res("redsync", "hot-key-q3", 400, 3*time.Millisecond, 0), // a lower p99, not the yardstick
 		res(redsyncRetry1ms, "hot-key-q3", 300, 30*time.Millisecond, 0.5),
 		res(BatonName, "storm-q3", 100, 10*time.Millisecond, 0.5),
 		res(redsyncRetry1ms, "storm-q3", 200, 20*time.Millisecond, 0.1),
@@ -107,10 +108,10 @@ func TestQuorumTargetsAndRoundTwo(t *testing.T) {
 	for _, c := range QuorumTargets(results) {
 		got[c.Target] = c.Status
 	}
-	require.Equal(t, "PASS", got["hot-key-q3: wait p99 ≤ 1/3 of the best's"])
+	require.Equal(t, "PASS", got["hot-key-q3: wait p99 ≤ 1/3 of redsync-1ms's"])
 	require.Equal(t, "PASS", got["hot-key-q3: acq/s ≥ every redsync's"])
 	require.Equal(t, "PASS", got["hot-key-q3: fairness ≥ 0.8"])
-	require.Equal(t, "MISS", got["storm-q3: wait p99 ≤ 1/3 of the best's"])
+	require.Equal(t, "MISS", got["storm-q3: wait p99 ≤ 1/3 of redsync-1ms's"])
 	require.Equal(t, "MISS", got["storm-q3: acq/s ≥ every redsync's"])
 	require.Equal(t, "MISS", got["storm-q3: fairness ≥ 0.8"])
 	require.Equal(t, "SKIP", got["storm-q5: fairness ≥ 0.8"])

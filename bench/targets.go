@@ -284,8 +284,18 @@ func wallPerAcq(r Result) *time.Duration {
 // waitTarget judges algo's wait p99 on scenario against the lowest of the
 // others': at most 1/factor of it.
 func waitTarget(results []Result, scenario, algo string, factor float64) Check {
-	return compare(results, scenario, algo, fmt.Sprintf("wait p99 ≤ 1/%.0f of the best's", factor),
-		func(r Result) float64 { return -float64(r.WaitP99) }, nil,
+	return waitAgainst(results, scenario, algo, factor, "")
+}
+
+// waitAgainst is waitTarget against the algorithm called against alone,
+// or, where against is "", the best of every other.
+func waitAgainst(results []Result, scenario, algo string, factor float64, against string) Check {
+	of, eligible := "the best's", (func(Result) bool)(nil)
+	if against != "" {
+		of, eligible = against+"'s", func(r Result) bool { return r.Algorithm == against }
+	}
+	return compare(results, scenario, algo, fmt.Sprintf("wait p99 ≤ 1/%.0f of %s", factor, of),
+		func(r Result) float64 { return -float64(r.WaitP99) }, eligible,
 		func(b, best Result) (string, string) {
 			limit := time.Duration(float64(best.WaitP99) / factor)
 			return status(b.WaitP99 <= limit, fmt.Sprintf("%s %s, %s %s (limit %s)",
