@@ -26,10 +26,15 @@ import (
 // and 2, it goes and gives them back, which woke nobody; nodes 1 and 2
 // were free, W2's wake record still there, and W2 was granted only by its
 // periodic look, 19 s after the release. A call that has left now gives
-// back waking (see giveBackOn). Its Close at or just after the release
-// is still open (branch attack-wake): W1's Lock, in a look, takes nodes 1
-// and 2 under the closed Client's owner and returns ErrClosed only 10–25
-// s later.
+// back waking (see giveBackOn). "Close 2ms after" (6 of 6 runs) and
+// "Close at" (1 of 5): W1's Lock, in a look, took nodes 1 and 2 under
+// the closed Client's owner, and its give-back reached them only once
+// paused node 0 had answered, 10 s later: once Close has begun a Client's
+// clean-ups run on their caller's time, and they ran one after another,
+// each until its node answered (go-redis ends no read at a ctx's
+// deadline): node 0's first. W2 was granted 10–24 s after the release,
+// and W1's Lock returned 15 s after it. They now run side by side, and
+// the caller waits for them up to undoTimeout (see cleanups.runEach).
 func TestAttackWakeOldestGoesAtRelease(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -43,6 +48,8 @@ func TestAttackWakeOldestGoesAtRelease(t *testing.T) {
 		{"WaitAtMost at", "waitatmost", 0},
 		{"WaitAtMost 2ms after", "waitatmost", 2 * time.Millisecond},
 		{"Close before", "close", -20 * time.Millisecond},
+		{"Close at", "close", 0},
+		{"Close 2ms after", "close", 2 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) { wkOldestGoes(t, c.how, c.offset) })
 	}

@@ -138,8 +138,13 @@ func (c *Client) startWatchdog() error {
 // still going on in the background (give-backs of failed calls and of
 // grants nobody took, which retry while Redis is unreachable), up to the
 // same bound, then cancels those left: what they would have given back
-// ends with its lease. It does not close the Redis client. Close is
-// idempotent.
+// ends with its lease. A call already under way when Close began runs its
+// own clean-ups, side by side, and waits for them up to a second; one
+// whose server has not answered by then (go-redis ends a read at its
+// ReadTimeout, not at a context's deadline, unless ContextTimeoutEnabled
+// is set) goes on alone, and Close waits for it, within the same bound,
+// as long as Close has not returned. It does not close the Redis client.
+// Close is idempotent.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
@@ -160,6 +165,7 @@ func (c *Client) Close() error {
 			_, _ = h.res.release(ctx, h.owner, h.id, l.unlockReq)
 		}
 		c.background.wait(ctx)
+		c.background.waitLate(ctx)
 		err = errors.Join(err, c.quorum.close())
 	})
 	return err

@@ -199,33 +199,107 @@ func (a *attempt) back(g holdGrant) func(context.Context) error {
 // gone as soon as Redis is reachable again. Close waits for them, up to
 // its own bound, then cancels the rest.
 type cleanups struct {
-	mu      sync.Mutex // guards stopped and ctx: no clean-up is added once Close waits
+	mu      sync.Mutex // guards stopped, ctx and late: no clean-up is added to running once Close waits
 	stopped bool
 	ctx     context.Context // every clean-up's: cancelled when Close stops waiting
 	cancel  context.CancelFunc
 	running sync.WaitGroup
+	late    lateRuns
+}
+
+// lateRuns counts the runs begun once Close had begun, which their
+// callers wait for only up to undoTimeout (see runEach); idle is closed
+// when the count falls to 0, and made anew when it leaves 0. Close waits
+// for them at its end (see waitLate). A WaitGroup would not do: its Add
+// may not race its Wait while the count is 0.
+type lateRuns struct {
+	n    int
+	idle chan struct{}
 }
 
 // run runs f, with a ctx that ends after bound or when Close gives up on
 // it, on a goroutine that Close waits for. Once Close has begun, f runs
-// inline instead, on its caller's time, bounded by undoTimeout.
+// on its caller's time instead, up to undoTimeout (see runEach).
 func (cs *cleanups) run(bound time.Duration, f func(ctx context.Context)) {
+	cs.runEach(bound, []int{0}, func(ctx context.Context, _ int) { f(ctx) })
+}
+
+// runEach runs f for each of items at once, each as run runs one. Once
+// Close has begun, they run on its caller's time: runEach returns once
+// every f has, or once undoTimeout has passed. A node that does not
+// answer holds up nothing else: go-redis does not end a read at its ctx's
+// deadline (unless its client sets ContextTimeoutEnabled), so an f
+// waiting for a paused node goes on alone, up to its client's read
+// timeout. Run one after another, inline, a quorum call's clean-ups (the
+// leave of the paused node it waits on, then the give-back of what its
+// look took on the others) held the give-back to two healthy nodes
+// behind the paused one's read timeouts, and another Client's waiter
+// with it, 10-24 s (TestAttackWakeOldestGoesAtRelease, "Close 2ms
+// after").
+func (cs *cleanups) runEach(bound time.Duration, items []int, f func(ctx context.Context, item int)) {
 	cs.mu.Lock()
 	if cs.stopped {
+		if cs.late.n == 0 {
+			cs.late.idle = make(chan struct{})
+		}
+		cs.late.n += len(items)
 		cs.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), min(bound, undoTimeout))
-		defer cancel()
-		f(ctx)
+		var wg sync.WaitGroup
+		for _, i := range items {
+			wg.Go(func() {
+				defer cs.lateDone()
+				f(ctx, i)
+			})
+		}
+		done := make(chan struct{})
+		go func() {
+			wg.Wait()
+			cancel()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(cs.base(), bound)
-	cs.running.Add(1)
+	base := cs.base()
+	cs.running.Add(len(items))
 	cs.mu.Unlock()
-	go func() {
-		defer cs.running.Done()
-		defer cancel()
-		f(ctx)
-	}()
+	for _, i := range items {
+		ctx, cancel := context.WithTimeout(base, bound)
+		go func() {
+			defer cs.running.Done()
+			defer cancel()
+			f(ctx, i)
+		}()
+	}
+}
+
+// lateDone counts a late run as returned.
+func (cs *cleanups) lateDone() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.late.n--; cs.late.n == 0 {
+		close(cs.late.idle)
+	}
+}
+
+// waitLate waits until the late runs have returned, or ctx ends: those of
+// Close's own releases, and of calls under way, so that none outlives
+// Close while Close may still wait.
+func (cs *cleanups) waitLate(ctx context.Context) {
+	cs.mu.Lock()
+	busy, idle := cs.late.n > 0, cs.late.idle
+	cs.mu.Unlock()
+	if !busy {
+		return
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
 }
 
 // base is the ctx every clean-up's derives from, made at first use; cs.mu

@@ -10,17 +10,19 @@ import (
 	"github.com/batonlock/baton/notify"
 )
 
-// nodeReply is one node's answer to one call of a fan-out.
+// nodeReply is one node's answer to one call of a fan-out, and how long
+// after the fan-out began it came.
 type nodeReply[T any] struct {
 	node int
 	val  T
 	err  error
+	took time.Duration
 }
 
 // fanOut sends call to each of nodes at once, as clean-ups of c (so Close
-// waits for them), each bounded by bound, not by ctx: a call whose reply
-// comes after its caller stopped listening may have run, and its reply
-// must be seen. fanOut returns the replies that came until decided says
+// waits for them; once Close has begun, fanOut does, see runEach), each
+// bounded by bound, not by ctx: a call whose reply comes after its caller
+// stopped listening may have run, and its reply must be seen. fanOut returns the replies that came until decided says
 // the outcome is known, or every node answered, or ctx ended (then with
 // ctx's error); late gets each reply that came after, on the clean-up's
 // goroutine. So every reply goes either to the caller or to late, once.
@@ -36,20 +38,19 @@ func fanOut[T any](ctx context.Context, c *Client, bound time.Duration, nodes []
 	var mu sync.Mutex // guards listening: whether replies go to ch, or to late
 	listening := true
 	ch := make(chan nodeReply[T], len(nodes))
-	for _, i := range nodes {
-		c.background.run(bound, func(bctx context.Context) {
-			v, err := call(bctx, i)
-			r := nodeReply[T]{node: i, val: v, err: err}
-			mu.Lock()
-			if listening {
-				ch <- r
-				mu.Unlock()
-				return
-			}
+	start := time.Now()
+	c.background.runEach(bound, nodes, func(bctx context.Context, i int) {
+		v, err := call(bctx, i)
+		r := nodeReply[T]{node: i, val: v, err: err, took: time.Since(start)}
+		mu.Lock()
+		if listening {
+			ch <- r
 			mu.Unlock()
-			late(r)
-		})
-	}
+			return
+		}
+		mu.Unlock()
+		late(r)
+	})
 	got, err := listen(ctx, ch, len(nodes), decided, linger)
 	mu.Lock()
 	listening = false
