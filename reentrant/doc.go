@@ -143,9 +143,9 @@
 // gone, or a committed hold to re-enter. Nothing bounds how often the
 // looks meet, but the wait path sets them apart: the other call sends no
 // message when it commits or gives back, so a look that met it looks
-// again after a random wait of one to two times its own time, doubled for
-// each such look in a row. A TryLock that fails so returns
-// ErrNotObtained.
+// again after a random wait of one to two times the time its answering
+// nodes took, doubled for each such look in a row. A TryLock that fails
+// so returns ErrNotObtained.
 //
 // An owner made for one call holds at most one grant on a node, which
 // every look of that call's finds there and the acquire reports

@@ -275,14 +275,28 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 		// of 0), queued there.
 		return reentrant.AcquireResult{}, nil
 	}
-	return reentrant.AcquireResult{HolderTTL: r.untilNextLook(soonest(ttls), met, time.Since(start))}, nil
+	return reentrant.AcquireResult{HolderTTL: r.untilNextLook(soonest(ttls), met, answeredWithin(replies))}, nil
+}
+
+// answeredWithin is how long the nodes that answered a look took, the
+// slowest of them: a wait for a node that failed it (paused, up to its
+// read timeout) says nothing of the pace of the other calls' looks.
+func answeredWithin(replies []nodeReply[nodeTake]) time.Duration {
+	var took time.Duration
+	for _, rep := range replies {
+		if rep.err == nil {
+			took = max(took, rep.took)
+		}
+	}
+	return took
 }
 
 // maxMeetingDoublings bounds the doubling of untilNextLook's wait: 2^6
 // looks' time, about 64 round trips, before lookEvery bounds it.
 const maxMeetingDoublings = 6
 
-// untilNextLook is when a look that made no hold, and took took, should be
+// untilNextLook is when a look that made no hold, whose answering nodes
+// took took (see answeredWithin), should be
 // followed by the next: soon, from the holders' leases (see soonest),
 // unless it met another call of its owner (met: a grant of that call's
 // that it re-entered, or that a raise found re-entered). Those calls send

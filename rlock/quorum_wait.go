@@ -37,10 +37,12 @@ func (r *quorumLock) subscribe(ctx context.Context, _ *Client, always bool) (*su
 		},
 		func(got []nodeReply[*subscribed]) bool { return subscribedAll(got, ready, r.q.majority) }, false,
 		func(late nodeReply[*subscribed]) { r.join(wake, late) })
-	joined := 0
+	joined, failed := 0, map[int]error{}
 	for _, rep := range replies {
 		if r.join(wake, rep) {
 			joined++
+		} else if rep.err != nil {
+			failed[rep.node] = rep.err
 		}
 	}
 	if err != nil {
@@ -48,7 +50,12 @@ func (r *quorumLock) subscribe(ctx context.Context, _ *Client, always bool) (*su
 		return nil, err
 	}
 	if joined == 0 {
-		return nil, r.q.unreachable(r.name(), nil)
+		// A Client that began to close refuses every subscription: that is
+		// ErrClosed, not a quorum out of reach.
+		if err := r.c.checkOpen(); err != nil {
+			return nil, err
+		}
+		return nil, r.q.unreachable(r.name(), failed)
 	}
 	return &subscribed{w: reentrant.Waiter{ID: randomHex(8)}, sub: wake, look: true}, nil
 }
