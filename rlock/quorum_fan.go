@@ -22,10 +22,11 @@ type nodeReply[T any] struct {
 // fanOut sends call to each of nodes at once, as clean-ups of c (so Close
 // waits for them; once Close has begun, fanOut does, see runEach), each
 // bounded by bound, not by ctx: a call whose reply comes after its caller
-// stopped listening may have run, and its reply must be seen. fanOut returns the replies that came until decided says
-// the outcome is known, or every node answered, or ctx ended (then with
-// ctx's error); late gets each reply that came after, on the clean-up's
-// goroutine. So every reply goes either to the caller or to late, once.
+// stopped listening may have run, and its reply must be seen. fanOut
+// returns the replies that came until decided says the outcome is known,
+// or every node answered, or ctx ended (then with ctx's error); late gets
+// each reply that came after, on the clean-up's goroutine. So every reply
+// goes either to the caller or to late, once.
 //
 // With linger, fanOut goes on listening once decided, for as long again
 // as the decision took (or until every node answered, or ctx ended, which

@@ -266,7 +266,7 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 	case held != 0:
 		return r.reentered(call, held, count, out), nil
 	case agreed:
-		return r.commit(ctx, call, start, fresh, out)
+		return r.commit(ctx, call, start, answeredWithin(replies), fresh, out)
 	case len(r.nodes)-len(failed) < r.q.majority:
 		return reentrant.AcquireResult{}, r.fail(call, fresh, r.q.unreachable(r.name(), failed))
 	}
@@ -278,10 +278,10 @@ func (r *quorumLock) acquireNew(ctx context.Context, call acquireCall) (reentran
 	return reentrant.AcquireResult{HolderTTL: r.untilNextLook(soonest(ttls), met, answeredWithin(replies))}, nil
 }
 
-// answeredWithin is how long the nodes that answered a look took, the
+// answeredWithin is how long the nodes that answered a round took, the
 // slowest of them: a wait for a node that failed it (paused, up to its
 // read timeout) says nothing of the pace of the other calls' looks.
-func answeredWithin(replies []nodeReply[nodeTake]) time.Duration {
+func answeredWithin[T any](replies []nodeReply[T]) time.Duration {
 	var took time.Duration
 	for _, rep := range replies {
 		if rep.err == nil {
@@ -318,7 +318,9 @@ func (r *quorumLock) untilNextLook(soon time.Duration, met bool, took time.Durat
 	}
 	wait := took << min(n, maxMeetingDoublings)
 	wait += rand.N(wait + 1)
-	if soon >= 0 {
+	if soon > 0 {
+		// A lease running out sooner; 0 (look at once) is what the
+		// meeting puts off.
 		wait = min(wait, soon)
 	}
 	return wait
@@ -377,7 +379,7 @@ func soonest(ttls []time.Duration) time.Duration {
 // granted node raises its counter to T while the hold there is still
 // this owner's; T counts once a majority has, within the validity from
 // start. What it does not keep it gives back.
-func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Time, granted map[int]uint64, out *outcome) (reentrant.AcquireResult, error) {
+func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Time, took time.Duration, granted map[int]uint64, out *outcome) (reentrant.AcquireResult, error) {
 	var T uint64
 	var nodes []int
 	for i, t := range granted {
@@ -435,7 +437,7 @@ func (r *quorumLock) commit(ctx context.Context, call acquireCall, start time.Ti
 		}
 		// Look again at once (a holder TTL of 0), unless another call of
 		// the owner is making its hold.
-		return reentrant.AcquireResult{HolderTTL: r.untilNextLook(0, met, time.Since(start))}, nil
+		return reentrant.AcquireResult{HolderTTL: r.untilNextLook(0, met, took+answeredWithin(replies))}, nil
 	}
 	for _, rep := range replies {
 		if !committed[rep.node] {
