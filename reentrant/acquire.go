@@ -46,6 +46,11 @@ type AcquireResult struct {
 	// bounded). Nothing was taken, since live waiters may be behind them;
 	// a waiter is queued. HolderTTL is zero: call again at once.
 	Draining bool
+	// ownerGranted (when not Acquired) says the call found the lock free
+	// and granted its queue's head, a waiter of the call's own given
+	// owner: the call, queued behind that hold, must be repeated at once,
+	// and the repeat re-enters it (see untilDrained).
+	ownerGranted bool
 }
 
 // HoldID is the ID of the owner's hold (when Acquired), which a release,
@@ -116,14 +121,15 @@ func (k Keys) acquire(ctx context.Context, rdb redis.Scripter, owner, requestID 
 }
 
 // untilDrained runs an acquire script (once) again while it reports
-// Draining, up to drainPasses runs. A run that finds the resource free
-// behind more dead entries than it may drop takes nothing, and the next
-// run goes on where it stopped. Each run is the same call, a look for a
-// waiter: repeating it is safe.
+// Draining, or ownerGranted, up to drainPasses runs. A run that finds the
+// resource free behind more dead entries than it may drop takes nothing,
+// and the next run goes on where it stopped; one that granted a waiter of
+// the caller's own owner is re-entered by the next. Each run is the same
+// call, a look for a waiter: repeating it is safe.
 func untilDrained(once func() (AcquireResult, error)) (AcquireResult, error) {
 	for run := 1; ; run++ {
 		res, err := once()
-		if err != nil || !res.Draining || run == drainPasses {
+		if err != nil || !(res.Draining || res.ownerGranted) || run == drainPasses {
 			return res, err
 		}
 	}
@@ -189,6 +195,8 @@ func parseAcquireReply(reply []int64) (AcquireResult, error) {
 		return AcquireResult{HoldGone: true}, nil
 	case len(reply) == 1 && reply[0] == 2:
 		return AcquireResult{Draining: true}, nil
+	case len(reply) == 1 && reply[0] == 3:
+		return AcquireResult{ownerGranted: true}, nil
 	}
 	return AcquireResult{}, fmt.Errorf("unexpected reply %v", reply)
 }

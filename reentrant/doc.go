@@ -335,6 +335,16 @@
 // it, or the first script to find it free (a lease ran out), grants it to
 // the queue's head, which may be the caller.
 //
+// A given owner's calls (Acquire, not AcquireNew) queue one by one, each
+// under its own waiter, and re-enter the owner's hold: a call of an owner
+// that holds the lock re-enters it at once, queued or not. So a grant to a
+// given owner's waiter wakes that owner's other waiters among the first 64
+// entries of the queue ("<id> wake", as a wake record's wake-up, see
+// Quorum mode), and each re-enters at its look; one further back re-enters
+// at its next look. An acquire that grants the head, a waiter of the
+// caller's own given owner, reports so, and Acquire runs it once more,
+// which re-enters.
+//
 // # Looks
 //
 // A waiter runs its acquire again (a look) where it may have missed its

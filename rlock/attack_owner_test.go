@@ -139,11 +139,12 @@ func TestAttackSharedOwnerCancelledGrant(t *testing.T) {
 }
 
 // Two waiters of one shared owner X on two clients queue behind A ("waiters
-// that share an owner through WithOwner queue one by one, as separate
-// calls"). A's release grants the first; the second, whose looks come every
-// 200 ms (a 600 ms watchdog lease), must not take the first's grant as its
-// own: whenever both hold, the count is 2, and after the first's Unlock
-// nobody else gets the lock while the second's Context is alive.
+// that share an owner through WithOwner queue as separate calls, and
+// re-enter each other's holds"). A's release grants the first; the second,
+// whose looks come every 200 ms (a 600 ms watchdog lease), must not take
+// the first's grant as its own: whenever both hold, the count is 2, and
+// after the first's Unlock nobody else gets the lock while the second's
+// Context is alive.
 func TestAttackSharedOwnerTwoWaiters(t *testing.T) {
 	ctx := atkCtx(t)
 	srv := redistest.Start(t)

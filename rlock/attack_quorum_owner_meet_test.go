@@ -62,3 +62,14 @@ func TestAttackQuorumSharedOwnerSimultaneousLocks(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedOwnerWaitersReenterAtTheGrant on a quorum of 3: the owner's
+// waiters queue on node 0 behind another owner's hold; its release there
+// grants the first and wakes the second, whose look re-enters the hold the
+// first makes (or meets it being made, and looks again soon).
+func TestQuorumSharedOwnerWaitersReenterAtTheGrant(t *testing.T) {
+	ctx := testCtx(t)
+	srvs := startNodes(t, 3)
+	requireOwnerWaitersReenter(t, ctx, newQuorumClient(t, srvs), srvs, func() *Client { return newQuorumClient(t, srvs) })
+	requireNothingLeftOnNodes(t, ctx, srvs, "shared")
+}

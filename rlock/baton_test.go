@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/bench/redistest"
 	"github.com/batonlock/baton/reentrant"
 )
 
@@ -147,29 +148,38 @@ func tryLockUntilStopped(ctx context.Context, t *testing.T, c *Client, name stri
 	})
 }
 
-// Waiters sharing an owner through WithOwner are separate calls: they queue
-// one by one, and each gets the lock in turn, as one owner.
-func TestSharedOwnerWaitersQueueOneByOne(t *testing.T) {
+// Waiters sharing an owner through WithOwner queue as separate calls, and
+// re-enter each other's holds: the grant to one of them wakes the others,
+// which re-enter that hold at once, as a new call of the owner would
+// (outside attack 6: they stayed queued behind their own owner's hold until
+// their periodic look, a third of the lease).
+func TestSharedOwnerWaitersReenterAtTheGrant(t *testing.T) {
 	ctx, srv := serve(t)
 	holder := newClient(t, srv)
-	l, err := holder.Lock(ctx, "shared", WithLease(longLease))
+	requireOwnerWaitersReenter(t, ctx, holder, []*redistest.Server{srv}, func() *Client { return newClient(t, srv) })
+}
+
+// requireOwnerWaitersReenter has two calls of one owner queue behind
+// holder's hold of the lock "shared" (on srvs[0], the first node of a
+// quorum), and requires both to hold once holder unlocks: one hold, counted
+// twice, made within fast of the Unlock, well before their periodic look.
+func requireOwnerWaitersReenter(t *testing.T, ctx context.Context, holder *Client, srvs []*redistest.Server, newClient func() *Client) {
+	t.Helper()
+	l, err := holder.Lock(ctx, "shared")
 	require.NoError(t, err)
 	job := WithOwner(ctx, "job-9")
-	first := lockInBackground(job, newClient(t, srv), "shared")
-	waitForQueued(t, srv, "shared", 1)
-	second := lockInBackground(job, newClient(t, srv), "shared")
-	waitForQueued(t, srv, "shared", 2)
+	first := lockInBackground(job, newClient(), "shared")
+	waitForQueued(t, srvs[0], "shared", 1)
+	second := lockInBackground(job, newClient(), "shared")
+	waitForQueued(t, srvs[0], "shared", 2)
 	require.NoError(t, l.Unlock(ctx))
-	a := receive(t, first)
+	a, b := receive(t, first), receive(t, second)
 	require.Equal(t, "job-9", a.Owner())
-	select {
-	case <-second:
-		t.Fatal("the second caller of the owner skipped the queue")
-	case <-time.After(100 * time.Millisecond):
-	}
+	require.Equal(t, a.Token(), b.Token(), "one hold of the owner")
+	st, err := holder.Inspect(ctx, "shared")
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"job-9": 2}, st.Holders)
 	require.NoError(t, a.Unlock(ctx))
-	b := receive(t, second)
-	require.Greater(t, b.Token(), a.Token())
 	require.NoError(t, b.Unlock(ctx))
 }
 

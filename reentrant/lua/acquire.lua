@@ -44,6 +44,10 @@
 --           queue entries as one script may and more remain (see grant):
 --           nothing was taken, the waiter is queued, and the call should be
 --           repeated at once,
+--         {3} when the lock was free and this call granted its queue's
+--           head, a waiter of this given owner's: nothing was taken, the
+--           waiter is queued, and the call should be repeated at once (it
+--           then re-enters that hold),
 --         {-1} when token names a hold that no longer exists.
 local hash, fence, queue, granted, req = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, token, leaseMs, newOwner, requestMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5]

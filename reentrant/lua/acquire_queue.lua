@@ -17,8 +17,18 @@ if pttl == -2 then
   -- is queued further back) are still behind entries this script had no
   -- tries left for. Taking the lock then would pass them by, and leave a
   -- queued caller's record to be granted later to nobody: the caller
-  -- waits as when the lock is held, and repeats the call at once.
-  reply = id and {0, redis.call('pttl', hash)} or {2}
+  -- waits as when the lock is held, and repeats the call at once. Where
+  -- the waiter granted is one of its own given owner's, the caller is
+  -- told to repeat the call at once ({3}): the repeat re-enters that hold
+  -- (this call queues after the grant, so the grant's wake-up of the
+  -- owner's waiters missed it).
+  if not id then
+    reply = {2}
+  elseif not newOwner and redis.call('hexists', hash, owner) == 1 then
+    reply = {3}
+  else
+    reply = {0, redis.call('pttl', hash)}
+  end
 end
 enqueue(queue, record, aliveKey, aliveMs, leaseMs, #ARGV > 10 and ARGV[10] == '1' and wake)
 return reply

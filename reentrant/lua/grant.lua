@@ -26,7 +26,28 @@ local function take(hash, fence, owner, lease, token)
   setFence(fence, token, lease)
 end
 
--- grant hands the free lock to the oldest live waiter. self is the calling
+-- ownerScan is how many queue entries a grant to a given owner reads for
+-- that owner's other waiters (see wakeOwner).
+local ownerScan = 64
+
+-- wakeOwner wakes the waiters of owner, a given owner (WithOwner) just
+-- granted the lock, among the first ownerScan entries of the queue: each
+-- looks again, and re-enters the hold its owner now has, as a new call of
+-- the owner would (acquire.lua), instead of waiting behind it for its
+-- periodic look. A wake-up is no grant (see nudge); a waiter further back
+-- re-enters at its next look. It runs after the grant's writes, as nudge
+-- does: a server that refuses writes refused the script before it.
+local function wakeOwner(queue, owner, publish)
+  for _, rec in ipairs(redis.call('lrange', queue, 0, ownerScan - 1)) do
+    local w = parseWaiter(rec)
+    if w and w.given and w.o == owner then
+      deliver(publish, w.c, w.a, w.id .. ' wake')
+    end
+  end
+end
+
+-- grant hands the free lock to the oldest live waiter, and wakes the other
+-- waiters of its owner where that owner is given (wakeOwner). self is the calling
 -- waiter's ID, if any: it is live without a message. last is the fencing
 -- counter's value, if the caller has read it (see nextToken). It returns
 -- the granted waiter's ID and token; or, when it granted nobody, nil, nil
@@ -71,6 +92,9 @@ local function grant(hash, fence, queue, granted, publish, self, last)
       -- Every waiter is named, one of a made owner too: the hand-back of a
       -- grant message cannot tell the two apart.
       redis.call('set', granted, w.id .. ' ' .. formatToken(token), 'px', lease)
+      if w.given then
+        wakeOwner(queue, w.o, publish)
+      end
       return w.id, token
     end
   end
