@@ -102,3 +102,73 @@ func TestAttackQuorumCloseMidLockIsErrClosed(t *testing.T) {
 		aqRequireClean(t, srvs, name, fmt.Sprintf("round %d, after the calls", i))
 	}
 }
+
+// One Lock of a quorum Client C waits behind another Client's hold with
+// node 0 of 3 paused, and C is closed 150 ms into the Lock (its first look
+// still waiting for node 0) or 7 s into it (past that one wait, 6 s at
+// most: the call waits only for a message). Close wakes every waiting Lock
+// with ErrClosed, and a call under way waits for its clean-ups up to a
+// second: so the Lock returns ErrClosed within what is left of one wait for
+// the paused node (6 s at most), that second, and 2 s for a loaded machine,
+// counted from the start of Close (outside attack 7: it returned only as
+// Close did, 5–11 s in, 4 of 4 runs; the nodes' hubs, where a quorum
+// waiter waits, were closed last).
+func TestAttackQuorumCloseWaiterNodePaused(t *testing.T) {
+	for _, after := range []time.Duration{150 * time.Millisecond, 7 * time.Second} {
+		t.Run(fmt.Sprint("Close ", after, " into the Lock"), func(t *testing.T) {
+			ctx := atkCtx(t)
+			srvs := aqNodes(t, 3)
+			h := aqQuorum(t, aqDirect(srvs))
+			hx, err := h.Lock(ctx, "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := rlock.NewQuorum(aqDirect(srvs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srvs[0].Pause()
+			resumed := false
+			t.Cleanup(func() {
+				if !resumed {
+					srvs[0].Resume()
+				}
+			})
+			const lease = 3 * time.Second
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Lock(ctx, "x", rlock.WithLease(lease))
+				done <- err
+			}()
+			time.Sleep(after)
+			start := time.Now()
+			closeDone := make(chan time.Duration, 1)
+			go func() { c.Close(); closeDone <- time.Since(start) }()
+			bound := 9 * time.Second
+			if after > 6*time.Second {
+				bound = 3 * time.Second
+			}
+			select {
+			case err = <-done:
+				if !errors.Is(err, rlock.ErrClosed) {
+					t.Errorf("waiting Lock after Close: %v, want ErrClosed", err)
+				}
+				if w := time.Since(start); w > bound {
+					t.Errorf("waiting Lock returned %v after Close began, node 0 paused: want at most %v", w, bound)
+				} else {
+					t.Logf("waiting Lock returned %v after Close began", w)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("waiting Lock still running 20 s after Close began")
+			}
+			t.Logf("Close took %v", <-closeDone)
+			srvs[0].Resume()
+			resumed = true
+			if err := hx.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(lease + 500*time.Millisecond)
+			aqRequireClean(t, srvs, "x", "after node 0 came back and the holder unlocked")
+		})
+	}
+}

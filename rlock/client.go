@@ -153,6 +153,7 @@ func (c *Client) Close() error {
 		if c.hub != nil {
 			err = lower(c.hub.Close())
 		}
+		hubsClosed := c.quorum.closeHubs()
 		var held []*handle
 		for _, h := range holds {
 			held = append(held, h.cutOff(ErrClosed)...)
@@ -166,6 +167,7 @@ func (c *Client) Close() error {
 		}
 		c.background.wait(ctx)
 		c.background.waitLate(ctx)
+		hubsClosed()
 		err = errors.Join(err, c.quorum.close())
 	})
 	return err

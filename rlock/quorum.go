@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -207,6 +208,23 @@ func nodeEndpoints(network, addr string) ([]string, error) {
 // the command would go on.
 func (q *quorum) answerWithin(i int) time.Duration {
 	return max(readTimeout(q.nodes[i].rdb), time.Second)
+}
+
+// closeHubs begins to close every node's hub, side by side, and returns a
+// wait for them all: a quorum call waits on the nodes' subscriptions, so
+// this is what wakes the quorum's waiting calls with ErrClosed as Close
+// begins, as a Client of one deployment's hub does. A hub closes only once
+// a subscribe under way on its node has ended (up to the node's read
+// timeout where it is paused), so none waits for another, nor does Close
+// for them before its releases. A nil quorum has none.
+func (q *quorum) closeHubs() (wait func()) {
+	var wg sync.WaitGroup
+	if q != nil {
+		for _, n := range q.nodes {
+			wg.Go(func() { _ = n.hub.Close() })
+		}
+	}
+	return wg.Wait
 }
 
 // close closes every node's Client; a nil quorum (a Client of one
