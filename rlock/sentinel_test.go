@@ -101,6 +101,17 @@ func TestFailoverClusterClientNeverTrustsTheCount(t *testing.T) {
 			return err == nil && strings.HasSuffix(node.Options().Addr, ":"+strconv.Itoa(s.Master.Port))
 		}, 10*time.Second, 10*time.Millisecond, "the client routes to the new master")
 	}
+	// The demoted master must replicate the new one before the release:
+	// the grant message reaches the waiter through it, and the grant counts
+	// only once a replica has acknowledged it (the default's WAIT).
+	// Failover's REPLICAOF does not wait for the resync, which is a full
+	// sync where the old master had writes the promoted replica lacks (a
+	// look, a renewal): released before it ended, the waiter failed with
+	// ErrNotReplicated or got nothing within fast (4 of 30 runs under two
+	// busy loops; the promoted replica then waited repl-diskless-sync-delay,
+	// 5 s, before the sync: see redistest's startReplica).
+	require.EqualValues(t, 1, s.Master.Admin().Wait(ctx, 1, 5*time.Second).Val(),
+		"the demoted master acknowledges the new master's writes")
 	require.NoError(t, h.Unlock(ctx))
 
 	l := receive(t, got)

@@ -259,11 +259,16 @@ func pipe(dst, src net.Conn) {
 }
 
 // startReplica starts a replica of master, reached on port (master's own,
-// or a relay's), with extra args, and returns once it has synced.
+// or a relay's), with extra args, and returns once it has synced. Once
+// promoted by a failover it too sends a replica its first sync at once
+// (see syncAtOnce): the demoted master, whose writes the promoted replica
+// may lack, needs a full sync, and would otherwise replicate nothing for
+// 5 s after the failover.
 func startReplica(tb testing.TB, master *Server, port int, args ...string) *Server {
 	tb.Helper()
 	syncAtOnce(tb, master)
-	replica := Start(tb, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(port)}, args...)...)
+	args = append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(port), "--repl-diskless-sync-delay", "0"}, args...)
+	replica := Start(tb, args...)
 	awaitSynced(tb, replica)
 	return replica
 }
