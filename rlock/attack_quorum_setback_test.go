@@ -57,7 +57,7 @@ func TestAttackQuorumSetBackAfterExpiryUndercutsLaterHold(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("H's Context outlived its fixed lease")
 	}
-	require.Eventually(t, func() bool { return quorumLeftovers(t, ctx, srvs[:2], h.Name()) == 0 },
+	require.Eventually(t, func() bool { return wkLeft(ctx, srvs[:2], h.Name()) == "" },
 		fast, 10*time.Millisecond, "H did not expire on nodes 0 and 1")
 	later := setBackUndercut(t, ctx, srvs, pxs, h)
 	require.Greater(t, later[1], later[0], "H'' (nodes 0 and 2) after H' (nodes 1 and 2): its token must be above")
@@ -113,7 +113,7 @@ func setBackUndercut(t *testing.T, ctx context.Context, srvs []*redistest.Server
 	node2 := admin(t, srvs[2])
 	require.Eventually(t, func() bool {
 		counter, err := node2.Get(ctx, fence).Uint64()
-		return err == nil && counter != tp && quorumLeftovers(t, ctx, srvs[2:], h.Name()) == 0
+		return err == nil && counter != tp && wkLeft(ctx, srvs[2:], h.Name()) == ""
 	}, 10*time.Second, 10*time.Millisecond, "H's late grant on node 2 was not settled (given back, or its lease over)")
 	counter, err := node2.Get(ctx, fence).Uint64()
 	require.NoError(t, err)

@@ -103,5 +103,5 @@ func TestAttackWakeChainWithLeavers(t *testing.T) {
 		}
 	}
 	srvs[0].Resume()
-	wkRequireNothingLeft(t, ctx, srvs, name)
+	requireNothingLeftOnNodes(t, ctx, srvs, name)
 }

@@ -77,7 +77,7 @@ func TestAttackWakeForceUnlockWhileRecorded(t *testing.T) {
 		t.Errorf("A's Unlock after the ForceUnlock: %v", err)
 	}
 	srvs[0].Resume()
-	wkRequireNothingLeft(t, ctx, srvs, name)
+	requireNothingLeftOnNodes(t, ctx, srvs, name)
 }
 
 // Nodes restarted empty, one at a time, lose the wake records.
@@ -131,5 +131,5 @@ func TestAttackWakeNodesRestartedEmptyLoseRecords(t *testing.T) {
 			la.Context().Err(), wkLeft(ctx, srvs, name))
 	}
 	_ = la.Unlock(ctx)
-	wkRequireNothingLeft(t, ctx, srvs, name)
+	requireNothingLeftOnNodes(t, ctx, srvs, name)
 }

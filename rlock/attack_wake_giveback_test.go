@@ -100,5 +100,5 @@ func TestAttackWakeGivebackAfterCancelWakesNobody(t *testing.T) {
 		t.Errorf("W2's Unlock: %v", err)
 	}
 	srvs[0].Resume()
-	wkRequireNothingLeft(t, ctx, srvs, name)
+	requireNothingLeftOnNodes(t, ctx, srvs, name)
 }

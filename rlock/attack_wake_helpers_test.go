@@ -31,24 +31,6 @@ func wkLeft(ctx context.Context, srvs []*redistest.Server, name string) string {
 	return out
 }
 
-// wkRequireNothingLeft waits up to 5 s for every node to have nothing of
-// name left, then fails naming what is.
-func wkRequireNothingLeft(t *testing.T, ctx context.Context, srvs []*redistest.Server, name string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := wkLeft(ctx, srvs, name)
-		if left == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("left on the nodes 5 s after every call ended: %s", left)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // lockOnAll is c's Lock of name, held on every node of srvs: a hold on a
 // bare majority (a loaded machine's third node answering past the look's
 // linger) cannot be released with one of its nodes paused (its Unlock

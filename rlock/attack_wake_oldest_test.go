@@ -176,5 +176,5 @@ func wkOldestGoes(t *testing.T, how string, offset time.Duration) {
 	if how == "close" {
 		<-closed
 	}
-	wkRequireNothingLeft(t, ctx, srvs, name)
+	requireNothingLeftOnNodes(t, ctx, srvs, name)
 }

@@ -31,7 +31,7 @@ func quorumBehindProxies(t *testing.T, ctx context.Context, srvs []*redistest.Se
 				return false
 			}
 		}
-		return quorumLeftovers(t, ctx, srvs, "warm") == 0
+		return wkLeft(ctx, srvs, "warm") == ""
 	}, 5*time.Second, 10*time.Millisecond, "the warm Lock did not settle")
 	return c, pxs
 }

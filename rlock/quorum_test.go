@@ -49,30 +49,20 @@ func quorumOf(t *testing.T, nodes []redis.UniversalClient, opts ...Option) *Clie
 	return c
 }
 
-// quorumLeftovers is what a lock left on any node: its hash, queue or
-// granted key (the counter stays, as on one node).
-func quorumLeftovers(t *testing.T, ctx context.Context, srvs []*redistest.Server, name string) int64 {
-	t.Helper()
-	var n int64
-	for _, s := range srvs {
-		k := lockKey(name)
-		got, err := admin(t, s).Exists(ctx, k, k+":queue", k+":granted").Result()
-		require.NoError(t, err)
-		n += got
-	}
-	return n
-}
-
 // requireNothingLeftOnNodes waits up to 5 s for every node to have nothing
 // of the lock left (an Unlock returns once a majority confirmed it, and the
 // other nodes' releases may still be on their way), then fails naming
-// what is.
+// what is (see wkLeft).
 func requireNothingLeftOnNodes(t *testing.T, ctx context.Context, srvs []*redistest.Server, name string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for quorumLeftovers(t, ctx, srvs, name) != 0 {
+	for {
+		left := wkLeft(ctx, srvs, name)
+		if left == "" {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("left behind: %s", wkLeft(ctx, srvs, name))
+			t.Fatalf("left on the nodes 5 s after every call ended: %s", left)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
