@@ -20,7 +20,7 @@ type grantLine struct {
 	// the waiters it grants.
 	reader reentrant.GrantReader
 
-	mu   sync.Mutex           // guards kept
+	mu   sync.Mutex           // guards kept, and is never held across a round trip
 	kept *notify.Subscription // the lifetime reference, once made
 }
 
@@ -45,18 +45,27 @@ func (g *grantLine) subscribe(ctx context.Context, hub *notify.Hub, w reentrant.
 	return hub.Subscribe(ctx, w.Channel, w.ID)
 }
 
-// keep subscribes channel for the client's lifetime, once.
+// keep subscribes channel for the client's lifetime, once. Calls that
+// find it not kept yet each subscribe, without the lock: ready must never
+// wait for a server (a quorum call's check of every node's line would wait
+// for a paused one), nor one call's subscription for another's. The first
+// confirmed is kept; a later one only drops its reference.
 func (g *grantLine) keep(ctx context.Context, hub *notify.Hub, channel string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.kept != nil {
+	if g.ready() {
 		return nil
 	}
 	sub, err := hub.Subscribe(ctx, channel, "")
-	if err == nil {
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.kept != nil {
+		sub.Close()
+	} else {
 		g.kept = sub // closed with the hub
 	}
-	return err
+	return nil
 }
 
 // unclaimedGrant is the hub's Unclaimed handler: a grant reached this
