@@ -63,11 +63,17 @@ func subscribed(t *testing.T, rdb *redis.Client, l Keys, id string) (*redis.PubS
 
 func receiveGrant(t *testing.T, sub *redis.PubSub) Grant {
 	t.Helper()
+	g, err := ParseGrant(receivePayload(t, sub))
+	require.NoError(t, err)
+	return g
+}
+
+// receivePayload is the next message on sub, as published.
+func receivePayload(t *testing.T, sub *redis.PubSub) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	msg, err := sub.ReceiveMessage(ctx)
 	require.NoError(t, err)
-	g, err := ParseGrant(msg.Payload)
-	require.NoError(t, err)
-	return g
+	return msg.Payload
 }

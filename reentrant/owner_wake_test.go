@@ -1,9 +1,7 @@
 package reentrant
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -72,14 +70,4 @@ func TestLookThatGrantsItsOwnersWaiterReenters(t *testing.T) {
 	n, err := rdb.LLen(ctx, l.Queue).Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "c left the queue")
-}
-
-// receivePayload is the next message on sub, without its address.
-func receivePayload(t *testing.T, sub *redis.PubSub) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	msg, err := sub.ReceiveMessage(ctx)
-	require.NoError(t, err)
-	return msg.Payload
 }
