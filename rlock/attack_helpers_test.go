@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/batonlock/baton/bench/redistest"
+	"github.com/batonlock/baton/bench/relay"
 	"github.com/batonlock/baton/rlock"
 )
 
@@ -196,7 +197,7 @@ func (k atkLockKind) state(cl *rlock.Client, ctx context.Context) string {
 // clients are kept back (requests still reach the server), then delivered
 // in order on release. HoldRequests keeps requests back instead.
 type atkProxy struct {
-	ln      net.Listener
+	relay   *relay.Relay
 	mu      sync.Mutex
 	held    bool
 	heldReq bool
@@ -207,47 +208,38 @@ type atkProxy struct {
 	live      []net.Conn
 }
 
+// atkStartProxy forwards a loopback port to target until the test ends.
 func atkStartProxy(t *testing.T, target string) *atkProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p := &atkProxy{}
+	p.cond = sync.NewCond(&p.mu)
+	r, err := relay.Start(target, p.serve)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &atkProxy{ln: ln}
-	p.cond = sync.NewCond(&p.mu)
-	var conns sync.WaitGroup
+	p.relay = r
 	t.Cleanup(func() {
-		ln.Close()
 		p.Release()
 		p.ReleaseRequests()
-		conns.Wait()
+		r.Close()
 	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			conns.Add(2)
-			go p.pipe(&conns, c, s, &p.heldReq)
-			go p.pipe(&conns, s, c, &p.held)
-			p.mu.Lock()
-			p.live = append(p.live, c, s)
-			p.mu.Unlock()
-			t.Cleanup(func() { c.Close(); s.Close() })
-		}
-	}()
 	return p
 }
 
+// serve forwards requests and replies between client and server until
+// either side ends.
+func (p *atkProxy) serve(client, server net.Conn) {
+	p.mu.Lock()
+	p.live = append(p.live, client, server)
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { p.pipe(client, server, &p.heldReq) })
+	p.pipe(server, client, &p.held)
+	wg.Wait()
+}
+
 // pipe copies from to to, waiting while *held, and closes to when done.
-func (p *atkProxy) pipe(conns *sync.WaitGroup, from, to net.Conn, held *bool) {
-	defer conns.Done()
+func (p *atkProxy) pipe(from, to net.Conn, held *bool) {
 	defer to.Close()
 	buf := make([]byte, 32<<10)
 	for {
@@ -271,7 +263,7 @@ func (p *atkProxy) pipe(conns *sync.WaitGroup, from, to net.Conn, held *bool) {
 	}
 }
 
-func (p *atkProxy) Addr() string { return p.ln.Addr().String() }
+func (p *atkProxy) Addr() string { return p.relay.Addr }
 func (p *atkProxy) Hold()        { p.mu.Lock(); p.held = true; p.mu.Unlock() }
 
 // KillAll closes every connection made so far, both sides: what the

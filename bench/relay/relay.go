@@ -1,7 +1,7 @@
 // Package relay accepts TCP connections on a loopback port and pairs each
 // with a new connection to a target server, for proxies that stand between
 // Redis clients and a server on one machine: the bench's delay proxy, and
-// the tests' fault proxy.
+// the tests' fault proxies.
 package relay
 
 import (
