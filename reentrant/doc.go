@@ -186,6 +186,14 @@
 // that, every node that granted is given back. The hold stays valid while
 // M nodes confirm its renewals, each by that same rule.
 //
+// A force release (rlock's quorum ForceUnlock) ends a hold on a node
+// before its time; the argument below counts it as the hold's end there.
+// It names the hold it ends (ForceReleaseWaking's hold, read from the node
+// first), so a copy that runs late, after a later hold H' was granted
+// there, deletes nothing: a copy that deleted H' there would leave H' on
+// fewer than M nodes while its validity runs, and a third hold could take
+// a majority.
+//
 // Why two holders never overlap. Two counted holds H and H' have M nodes
 // each, so a node n in common. A node grants one owner at a time, so H'
 // was granted n only once H's hold there had ended: released, or expired,

@@ -167,15 +167,15 @@ func TestWakeRecordTakenOutByAQueuedLook(t *testing.T) {
 func TestWakeRecordWokenByForceReleaseWaking(t *testing.T) {
 	ctx, rdb, l := setup(t, "wake-force")
 	sub, w := live(t, rdb, l, "w")
-	for _, force := range []func() (uint64, error){
-		func() (uint64, error) { return l.ForceRelease(ctx, rdb, "f1") },
-		func() (uint64, error) { return l.ForceReleaseWaking(ctx, rdb, "f2") },
+	for _, force := range []func(hold uint64) (uint64, error){
+		func(uint64) (uint64, error) { return l.ForceRelease(ctx, rdb, "f1") },
+		func(hold uint64) (uint64, error) { return l.ForceReleaseWaking(ctx, rdb, hold, "f2") },
 	} {
 		h, err := l.AcquireNew(ctx, rdb, "H", testLease, Waiter{})
 		require.NoError(t, err)
 		_, err = l.AcquireNew(ctx, rdb, "W", testLease, unqueued(w))
 		require.NoError(t, err)
-		deleted, err := force()
+		deleted, err := force(h.Token)
 		require.NoError(t, err)
 		require.Equal(t, h.Token, deleted)
 		require.Zero(t, rdb.Exists(ctx, l.Hash).Val(), "the lock was granted from a wake record")
@@ -183,4 +183,32 @@ func TestWakeRecordWokenByForceReleaseWaking(t *testing.T) {
 	require.Equal(t, "w wake", nextMessage(t, sub), "the waking force release woke the record")
 	require.Empty(t, nextMessage(t, sub))
 	require.Zero(t, rdb.Exists(ctx, l.Wake).Val(), "the record outlived its wake-up")
+}
+
+// A quorum force release names the hold it deletes (ForceReleaseWaking's
+// hold): one that runs once another hold has replaced it deletes nothing,
+// however late (its copy held on the network past its caller's return),
+// and a resend of it replays that.
+func TestForceReleaseWakingSparesTheNextHold(t *testing.T) {
+	ctx, rdb, l := setup(t, "force-named")
+	h1, err := l.AcquireNew(ctx, rdb, "H1", testLease, Waiter{})
+	require.NoError(t, err)
+	rel, err := l.Release(ctx, rdb, "H1", h1.Token, "r1")
+	require.NoError(t, err)
+	require.Equal(t, Released, rel.Status)
+	h2, err := l.AcquireNew(ctx, rdb, "H2", testLease, Waiter{})
+	require.NoError(t, err)
+	require.NotEqual(t, h1.Token, h2.Token)
+	for range 2 { // the second is a resend: it replays
+		deleted, err := l.ForceReleaseWaking(ctx, rdb, h1.Token, "late")
+		require.NoError(t, err)
+		require.Zero(t, deleted, "a force release of H1 deleted H2")
+	}
+	st, err := l.Inspect(ctx, rdb)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"H2": 1}, st.Holders)
+	deleted, err := l.ForceReleaseWaking(ctx, rdb, h2.Token, "now")
+	require.NoError(t, err)
+	require.Equal(t, h2.Token, deleted)
+	require.Zero(t, rdb.Exists(ctx, l.Hash).Val())
 }

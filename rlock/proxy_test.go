@@ -388,7 +388,7 @@ func readValue(r *bufio.Reader, buf *[]byte) ([]string, error) {
 // "acquire" is a Lock's first try, which passes no waiter and, for an
 // owner made for the call, no request key (see acquire.lua).
 var scriptShapes = map[string][2]int{
-	"acquire": {4, 6}, "release": {5, 4}, "force-release": {5, 2}, "renew-2": {4, 7}, "quorum-raise": {3, 5},
+	"acquire": {4, 6}, "release": {5, 4}, "force-release": {5, 3}, "renew-2": {4, 7}, "quorum-raise": {3, 5},
 	"rw-acquire": {6, 13}, "rw-release": {6, 6}, "rw-leave": {5, 6}, "rw-force-release": {6, 3},
 }
 

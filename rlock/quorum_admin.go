@@ -2,6 +2,8 @@ package rlock
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -52,18 +54,65 @@ func (c *Client) inspectQuorum(ctx context.Context, name string) (State, error) 
 	return st, nil
 }
 
-// forceUnlockQuorum is ForceUnlock in quorum mode: the lock is deleted on
-// every node (it returns once a majority has answered), and the hold this client has of it, if any is
-// among those deleted, is lost. Fewer than a majority answering is
-// ErrNoQuorum, with the lock deleted where they did.
+// forceUnlockQuorum is ForceUnlock in quorum mode, in two rounds, each
+// returning once a majority has answered: it reads the hold on every node,
+// then deletes each hold it read by its ID (ForceReleaseWaking's hold). A
+// node whose read answers late is forced too, where it names a hold the
+// call read in time (quorum holds have one ID on every node); a later
+// hold there has another. So a copy that runs after the call returned
+// (held on the network, or resent) deletes nothing once another hold has
+// replaced the one it names: with a plain force release, a copy that
+// reached a node after a later hold was made on a bare majority there took
+// that hold below a majority while its Context was live, and another owner
+// took the lock (outside attack 10). The hold this client has of the lock,
+// if any is among those deleted, is lost. Fewer than a majority answering
+// a round is ErrNoQuorum, with the lock deleted where the second round's
+// answers came.
 func (c *Client) forceUnlockQuorum(ctx context.Context, name string) (int64, error) {
 	r, err := c.quorum.lock(c, name)
 	if err != nil {
 		return 0, err
 	}
+	forceOn := func(ctx context.Context, i int, hold uint64) (uint64, error) {
+		return r.nodes[i].keys.ForceReleaseWaking(ctx, r.nodes[i].rdb, hold, newRequestID())
+	}
+	answered := func(uint64) bool { return true }
+	holds := map[int]uint64{}   // node → the ID of the hold it had, 0 where free
+	read := make(chan struct{}) // closed once holds is final
+	reads, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (uint64, error) {
+		st, err := r.nodes[i].keys.Inspect(ctx, r.nodes[i].rdb)
+		if err != nil || len(st.Holders) == 0 {
+			return 0, err
+		}
+		return st.LastToken, nil
+	}, answered, func(late nodeReply[uint64]) {
+		<-read
+		if late.err == nil && late.val != 0 && slices.Contains(slices.Collect(maps.Values(holds)), late.val) {
+			c.background.run(c.cfg.watchdogLease, func(ctx context.Context) { _, _ = forceOn(ctx, late.node, late.val) })
+		}
+	})
+	for _, rep := range reads {
+		if rep.err == nil {
+			holds[rep.node] = rep.val
+		}
+	}
+	close(read)
+	if err == nil {
+		_, err = r.verdict(t)
+	}
+	if err != nil {
+		return 0, err
+	}
 	replies, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (uint64, error) {
-		return r.nodes[i].keys.ForceReleaseWaking(ctx, r.nodes[i].rdb, newRequestID())
-	}, func(uint64) bool { return true }, func(nodeReply[uint64]) {})
+		hold, ok := holds[i]
+		switch {
+		case !ok:
+			return 0, errNotRead
+		case hold == 0:
+			return 0, nil
+		}
+		return forceOn(ctx, i, hold)
+	}, answered, func(nodeReply[uint64]) {})
 	if err != nil {
 		return 0, err
 	}
@@ -78,3 +127,7 @@ func (c *Client) forceUnlockQuorum(ctx context.Context, name string) (int64, err
 	c.forceReleased(r.id(), deleted)
 	return 1, verr
 }
+
+// errNotRead is a node whose hold a quorum ForceUnlock did not read in
+// time: its second round sends that node nothing (its late read may).
+var errNotRead = errors.New("its hold was not read by the time a majority's were")

@@ -12,11 +12,15 @@
 --         absent otherwise
 -- ARGV[1] publish: 'publish', 'spublish' or 'publish-alive' (see grant)
 -- ARGV[2] requestMs: how long the request key lasts, in ms
+-- ARGV[3] hold: the ID of the hold to delete (the counter's value while
+--         it lasts), or 0 for whichever holds the lock: a force release
+--         that names a hold deletes nothing once another hold has
+--         replaced it, however late it runs
 -- Returns {token, left}: the token of the hold it deleted, or 0 when the
 -- lock was free; and 1 when it granted nobody but left entries in the
 -- queue (see grant), so that the client runs pass.lua, else 0.
 local hash, fence, queue, granted, req, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local publish, requestMs = ARGV[1], ARGV[2]
+local publish, requestMs, hold = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
 local seen = replayed(req)
 if seen then
@@ -26,5 +30,8 @@ if redis.call('exists', hash) == 0 then
   return remember(req, {0, 0}, requestMs)
 end
 local deleted = redis.call('get', fence)
+if hold ~= 0 and tonumber(deleted or 0) ~= hold then
+  return remember(req, {0, 0}, requestMs)
+end
 local left = passOn(hash, fence, queue, granted, publish, deleted, wake)
 return remember(req, {tonumber(deleted or 0), left and 1 or 0}, requestMs)
