@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/batonlock/baton/reentrant"
@@ -77,8 +78,17 @@ func (c *Client) forceUnlockQuorum(ctx context.Context, name string) (int64, err
 		return r.nodes[i].keys.ForceReleaseWaking(ctx, r.nodes[i].rdb, hold, newRequestID())
 	}
 	answered := func(uint64) bool { return true }
-	holds := map[int]uint64{}   // node → the ID of the hold it had, 0 where free
-	read := make(chan struct{}) // closed once holds is final
+	// holds, final and early are guarded by mu until final is set; holds
+	// and early change no more after that.
+	var mu sync.Mutex
+	holds := map[int]uint64{}     // node → the ID of the hold it had, 0 where free
+	final := false                // holds is complete: a late read is judged at once
+	var early []nodeReply[uint64] // late reads that came before that
+	forceLate := func(late nodeReply[uint64]) {
+		if late.err == nil && late.val != 0 && slices.Contains(slices.Collect(maps.Values(holds)), late.val) {
+			c.background.run(c.cfg.watchdogLease, func(ctx context.Context) { _, _ = forceOn(ctx, late.node, late.val) })
+		}
+	}
 	reads, t, err := untilVerdict(ctx, r, func(ctx context.Context, i int) (uint64, error) {
 		st, err := r.nodes[i].keys.Inspect(ctx, r.nodes[i].rdb)
 		if err != nil || len(st.Holders) == 0 {
@@ -86,17 +96,26 @@ func (c *Client) forceUnlockQuorum(ctx context.Context, name string) (int64, err
 		}
 		return st.LastToken, nil
 	}, answered, func(late nodeReply[uint64]) {
-		<-read
-		if late.err == nil && late.val != 0 && slices.Contains(slices.Collect(maps.Values(holds)), late.val) {
-			c.background.run(c.cfg.watchdogLease, func(ctx context.Context) { _, _ = forceOn(ctx, late.node, late.val) })
+		mu.Lock()
+		if !final {
+			early = append(early, late)
+			mu.Unlock()
+			return
 		}
+		mu.Unlock()
+		forceLate(late)
 	})
+	mu.Lock()
 	for _, rep := range reads {
 		if rep.err == nil {
 			holds[rep.node] = rep.val
 		}
 	}
-	close(read)
+	final = true
+	mu.Unlock()
+	for _, late := range early {
+		forceLate(late)
+	}
 	if err == nil {
 		_, err = r.verdict(t)
 	}
